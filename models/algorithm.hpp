@@ -1,0 +1,82 @@
+#pragma once
+/// @file Collective algorithms: the interface and the self-registering registry.
+///
+/// Contract: an Algorithm is pure. Given what is asked (CollectiveSpec) and where it runs
+/// (platform + allocation), `lower` returns a Schedule that passes the data-movement checker,
+/// or throws ConfigError when the op or the allocation is not supported (`supports` says so
+/// beforehand). Adding an algorithm is one file under models/collectives/ ending with
+/// `STEPSIM_REGISTER_ALGORITHM(Class, "name", "one-line description")`.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/schedule.hpp"
+#include "platforms/platform.hpp"
+
+namespace stepsim::models {
+
+/// @brief Knobs a user may set on any algorithm (0 / empty = the algorithm decides).
+struct AlgorithmOptions {
+  int channels = 0;            ///< parallel rings/trees
+  Bytes chunk_bytes = 0;       ///< pipeline chunk size for trees and pipelined schedules
+  std::map<std::string, std::string> extra;   ///< algorithm-specific (e.g. nccl proto=LL128)
+};
+
+/// @brief Where a collective runs: the platform and the GPUs of its ranks.
+struct CollectiveContext {
+  const platforms::Platform& platform;
+  const platforms::Allocation& allocation;
+  AlgorithmOptions options;
+
+  int ranks() const { return allocation.ranks(); }
+  int gpu_vertex(int rank) const { return platform.gpu_vertex(allocation.gpus.at(rank)); }
+  int node_of(int rank) const { return platform.node_of_gpu(allocation.gpus.at(rank)); }
+  const platforms::Route& route(int from_rank, int to_rank) const {
+    return platform.route(gpu_vertex(from_rank), gpu_vertex(to_rank));
+  }
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  /// @brief Whether this algorithm implements `op` on this allocation (and why not).
+  virtual bool supports(const CollectiveSpec& spec, const CollectiveContext& ctx,
+                        std::string* why_not) const = 0;
+  virtual Schedule lower(const CollectiveSpec& spec, const CollectiveContext& ctx) const = 0;
+};
+
+struct AlgorithmInfo {
+  std::string name;
+  std::string description;
+  std::function<std::unique_ptr<Algorithm>()> make;
+};
+
+/// @brief Name-ordered registry (function-local static; filled by static registrars).
+class AlgorithmRegistry {
+ public:
+  static AlgorithmRegistry& instance();
+  void add(AlgorithmInfo info);
+  /// @brief Throws ConfigError naming `--algo` and listing known names when absent.
+  const AlgorithmInfo& get(const std::string& name) const;
+  std::vector<const AlgorithmInfo*> all() const;
+
+ private:
+  std::map<std::string, AlgorithmInfo> by_name_;
+};
+
+struct AlgorithmRegistrar {
+  AlgorithmRegistrar(const char* name, const char* description,
+                     std::function<std::unique_ptr<Algorithm>()> make) {
+    AlgorithmRegistry::instance().add({name, description, std::move(make)});
+  }
+};
+
+}  // namespace stepsim::models
+
+#define STEPSIM_REGISTER_ALGORITHM(Class, name, description)                        \
+  namespace {                                                                        \
+  const ::stepsim::models::AlgorithmRegistrar registrar_##Class{                     \
+      name, description, [] { return std::make_unique<Class>(); }};                  \
+  }

@@ -1,0 +1,24 @@
+#pragma once
+/// @file The data-movement checker: runs a Schedule symbolically.
+///
+/// Contract: `check_schedule` tracks, for every endpoint and cell (block, piece), the set of
+/// ranks whose contribution it holds, applies every step in dependency order and returns
+/// the first violation: a step sending a cell its source does not hold, a reduction that
+/// would count a contribution twice, a replace and a reduce (or two replaces) of one cell in
+/// one round, a cell touched by two channels (channels run unsynchronised), wire bytes that
+/// differ from the cells' size, or a final state that is not what the op promises (see
+/// CollectiveSpec). An empty optional means the schedule is correct.
+#include <optional>
+#include <string>
+
+#include "models/schedule.hpp"
+
+namespace stepsim::models {
+
+struct CheckOptions {
+  bool allow_compressed_wire_bytes = false;   ///< later: compression steps change wire bytes
+};
+
+std::optional<std::string> check_schedule(const Schedule& schedule, const CheckOptions& options = {});
+
+}  // namespace stepsim::models

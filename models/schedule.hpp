@@ -1,0 +1,130 @@
+#pragma once
+/// @file The Schedule: what a collective does, as rounds of steps over endpoints.
+///
+/// Every collective algorithm lowers to a Schedule; every engine executes Schedules; the
+/// checker (checker.hpp) proves a Schedule delivers what its collective promises.
+///
+/// Data model. The collective's data is cut into `num_blocks` blocks of `block_bytes` each,
+/// every block into `pieces` equal pieces (the unit algorithms move: a channel's share, a
+/// pipeline chunk). A step moves or combines the cells (block b .. b+block_count-1 mod
+/// num_blocks, piece p). What a block means depends on the op (see CollectiveOp).
+///
+/// Endpoints. Endpoints [0, ranks) are the collective's ranks; endpoints ranks + i are the
+/// in-network reduction switches `switch_vertices[i]` (NVLS NVSwitch, SHARP), which can hold
+/// and combine data but only ever in transit.
+///
+/// Dependency contract (both engines and the checker use exactly this): rounds are ordered;
+/// a step of round k issued by endpoint `src` on channel c starts when every step of rounds
+/// < k that `src` sent or received on channel c has finished (dataflow per endpoint and
+/// channel, no global barrier). A round with repeat = R stands for R consecutive rounds, the
+/// i-th (0-based) with every step's block replaced by (block + i * block_shift) mod num_blocks:
+/// the compact form that keeps a 16k-rank ring at one round of n steps.
+///
+/// Cost contract: a step costs `protocol.step_latency + route.latency + wire_bytes /
+/// min(route.bandwidth * protocol.efficiency share, protocol.per_step_bandwidth_cap)`; the
+/// whole schedule starts after `launch_latency`. Reductions on arrival are fused into the
+/// receive, as in NCCL, and add no time.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "platforms/units.hpp"
+
+namespace stepsim::models {
+
+enum class CollectiveOp { allgather, reduce_scatter, allreduce, broadcast, reduce, alltoall, sendrecv };
+const char* to_string(CollectiveOp op);
+/// @brief Parses nccl-tests-like names: allgather/all_gather, reduce_scatter, allreduce/all_reduce, ...
+CollectiveOp parse_op(const std::string& text);   // throws ConfigError naming --op
+const std::vector<CollectiveOp>& all_ops();
+
+/// @brief nccl-tests' bus-bandwidth factor: 2(n-1)/n allreduce, (n-1)/n AG/RS/alltoall, 1 else.
+double busbw_factor(CollectiveOp op, int ranks);
+
+/// @brief What is asked: the op over `ranks` ranks on `bytes` (nccl-tests `size`: the whole
+/// buffer for allgather/reduce-scatter, the per-rank send buffer for alltoall).
+///
+/// Block meaning per op (num_blocks and block_bytes are chosen by the algorithm within these):
+///  - allgather: block b originates at rank b % ranks; everybody must end with every block.
+///  - reduce_scatter: block b must end, fully reduced, at rank b % ranks.
+///  - allreduce: every rank starts with its own contribution to every block; all end reduced.
+///  - broadcast: the root holds every block; everybody must end with every block.
+///  - reduce: every rank contributes to every block; the root must end with all reduced.
+///  - alltoall: block b = src * ranks + dst starts at src and must end at dst.
+///  - sendrecv: block b starts at rank b and must end at rank (b + 1) % ranks.
+struct CollectiveSpec {
+  CollectiveOp op = CollectiveOp::allreduce;
+  int ranks = 0;
+  Bytes bytes = 0;
+  int root = 0;
+};
+
+enum class Combine : std::uint8_t { replace, reduce };
+
+enum class StepKind : std::uint8_t { transfer };
+
+/// @brief One step: endpoint `src` sends cells to endpoint `dst`.
+struct Step {
+  StepKind kind = StepKind::transfer;
+  int src = 0;
+  int dst = 0;
+  int block = 0;
+  int block_count = 1;
+  int piece = 0;
+  Combine combine = Combine::replace;
+  int channel = 0;
+  Bytes wire_bytes = 0;      ///< bytes on the wire (= cells' size unless compressed)
+};
+
+struct Round {
+  std::vector<Step> steps;
+  int repeat = 1;
+  int block_shift = 0;
+};
+
+/// @brief Protocol effects on every step (NCCL's LL / LL128 / Simple; "ideal" = none).
+struct Protocol {
+  std::string name = "ideal";
+  double efficiency = 1.0;                    ///< fraction of link bandwidth usable
+  Seconds step_latency = 0;                   ///< added to every step
+  BytesPerSecond per_step_bandwidth_cap = std::numeric_limits<double>::infinity();
+};
+
+struct Schedule {
+  CollectiveSpec spec;
+  std::string algorithm;          ///< e.g. "ring", "nccl:ring/LL128"
+  int num_blocks = 1;
+  int pieces = 1;
+  Bytes block_bytes = 0;
+  int channels = 1;
+  std::vector<int> switch_vertices;   ///< global platform vertex of endpoint ranks + i
+  std::vector<Round> rounds;
+  Protocol protocol;
+  Seconds launch_latency = 0;
+  std::vector<std::string> notes;     ///< why the algorithm chose what it chose
+
+  Bytes piece_bytes() const { return block_bytes / pieces; }
+  int endpoints() const { return spec.ranks + static_cast<int>(switch_vertices.size()); }
+  /// @brief Steps counted with repeats (what an explicit form would hold).
+  std::int64_t expanded_step_count() const;
+  /// @brief Calls f(round_index, step) for every expanded step in order, blocks rotated.
+  template <class F>
+  void for_each_expanded(F&& f) const {
+    std::int64_t index = 0;
+    for (const Round& round : rounds) {
+      for (int i = 0; i < round.repeat; ++i, ++index) {
+        for (Step step : round.steps) {
+          step.block = static_cast<int>(((static_cast<std::int64_t>(step.block) +
+                                          static_cast<std::int64_t>(i) * round.block_shift) %
+                                             num_blocks +
+                                         num_blocks) %
+                                        num_blocks);
+          f(index, step);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace stepsim::models

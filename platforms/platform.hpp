@@ -1,0 +1,165 @@
+#pragma once
+/// @file The platform: GPUs, switches, NICs and the links between them, built from a node
+/// template replicated over `nodes` servers and joined by a fabric.
+///
+/// Indexing contract (engines and algorithms rely on it):
+///  - GPU g (global) = node * gpus_per_node() + local index; schedules' ranks map to GPUs
+///    through an Allocation.
+///  - Vertex v (global): node-local vertex i of node n is `n * node.vertices.size() + i`;
+///    fabric vertices follow after all nodes. Link ids follow the same scheme.
+///  - Every link is full duplex: `bandwidth` is per direction and the two directions never
+///    share capacity. A Hop names a link and the direction it is crossed in.
+///  - Routes never transit through a GPU (GPUs do not forward), prefer the widest path,
+///    then the lowest latency, then the fewest hops; inter-node routes leave through the NIC
+///    nearest to the source GPU and enter through the NIC nearest to the destination GPU.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "platforms/units.hpp"
+
+namespace stepsim::platforms {
+
+/// @brief Physical class of a link. NCCL picks latencies by the worst class on a path.
+enum class LinkType { nvlink, pcie, inter_socket, network };
+const char* to_string(LinkType type);
+
+enum class VertexKind { gpu, nvswitch, pcie_switch, cpu, nic, fabric_switch };
+const char* to_string(VertexKind kind);
+
+/// @brief GPU architecture generations, in NCCL's order of its tuning tables.
+enum class GpuArch { pascal, volta, turing, ampere, hopper, blackwell };
+const char* to_string(GpuArch arch);
+
+/// @brief A GPU model's figures (every one cited in the preset that defines it).
+struct GpuModel {
+  std::string name;            ///< e.g. "H100-SXM5-80GB"
+  GpuArch arch = GpuArch::volta;
+  int sm_version = 70;         ///< 60, 70, 75, 80, 90, 100
+  int sm_count = 0;
+  Bytes memory = 0;
+  BytesPerSecond hbm_bandwidth = 0;
+  Bytes l2_size = 0;
+  double fp32_flops = 0;       ///< dense FLOP/s
+  double tf32_flops = 0;
+  double fp16_flops = 0;       ///< dense tensor-core FLOP/s (also bf16 where supported)
+  double bf16_flops = 0;
+  double fp8_flops = 0;
+  BytesPerSecond nvlink_bandwidth_per_link = 0;  ///< per direction, one NVLink
+  int nvlinks = 0;                               ///< NVLinks per GPU
+};
+
+struct Vertex {
+  std::string name;            ///< node-local name, e.g. "gpu3", "pcie_sw1", "nvswitch", "nic0"
+  VertexKind kind = VertexKind::gpu;
+  int local_gpu = -1;          ///< for GPUs: index within the node
+  int socket = 0;              ///< CPU socket this vertex hangs off (for NCCL path types)
+  bool reduces_in_network = false;  ///< NVSwitch with NVLink SHARP (NVLS) or a SHARP switch
+};
+
+struct Link {
+  std::string name;
+  LinkType type = LinkType::nvlink;
+  int a = -1, b = -1;          ///< vertex ids (node-local in a NodeTemplate, global in Platform)
+  BytesPerSecond bandwidth = 0;  ///< per direction, all parallel lanes together
+  Seconds latency = 0;
+  int lanes = 1;               ///< parallel physical links bundled here (NV2 pair = 2)
+};
+
+/// @brief One server: GPUs, switches, CPUs, NICs and their links, node-local indices.
+struct NodeTemplate {
+  std::vector<Vertex> vertices;
+  std::vector<Link> links;
+  std::vector<int> gpus;       ///< vertex ids of GPUs, by local GPU index
+  std::vector<int> nics;       ///< vertex ids of NICs, by NIC index (rail)
+};
+
+enum class FabricKind { none, fat_tree, rail_optimized };
+const char* to_string(FabricKind kind);
+
+/// @brief How nodes are joined: every NIC has one link into the fabric.
+struct Fabric {
+  FabricKind kind = FabricKind::none;
+  std::string nic_name;                ///< e.g. "ConnectX-7 NDR"
+  BytesPerSecond nic_bandwidth = 0;    ///< per direction per NIC
+  Seconds nic_latency = 0;             ///< NIC + cable, one way
+  Seconds switch_latency = 0;          ///< per fabric switch crossed
+  bool sharp = false;                  ///< in-network reduction (CollNet) available
+};
+
+struct Hop {
+  int link = -1;
+  bool forward = true;         ///< crossed from link.a to link.b
+};
+
+/// @brief A path between two vertices with its alpha-beta summary.
+struct Route {
+  std::vector<Hop> hops;
+  Seconds latency = 0;             ///< sum of link latencies
+  BytesPerSecond bandwidth = 0;    ///< bottleneck bandwidth
+  LinkType worst = LinkType::nvlink;  ///< slowest class crossed (nvlink < pcie < inter_socket < network)
+};
+
+/// @brief A whole platform: `nodes` copies of one node template plus a fabric.
+class Platform {
+ public:
+  Platform(std::string name, GpuModel gpu, NodeTemplate node, int nodes, Fabric fabric);
+
+  const std::string& name() const { return name_; }
+  const GpuModel& gpu() const { return gpu_; }
+  const NodeTemplate& node() const { return node_; }
+  const Fabric& fabric() const { return fabric_; }
+  int nodes() const { return nodes_; }
+  int gpus_per_node() const { return static_cast<int>(node_.gpus.size()); }
+  int gpu_count() const { return nodes_ * gpus_per_node(); }
+  std::string cpu_vendor = "intel";   ///< NCCL's net overhead depends on it (intel, amd, arm)
+  std::string source;                 ///< file or preset it came from
+
+  int vertex_count() const;
+  int link_count() const;
+  /// @brief Vertex and link by global id (fabric ones included).
+  Vertex vertex(int id) const;
+  Link link(int id) const;
+  int node_of_vertex(int id) const;   ///< -1 for fabric vertices
+
+  int gpu_vertex(int gpu) const;      ///< global vertex id of global GPU index
+  int node_of_gpu(int gpu) const { return gpu / gpus_per_node(); }
+
+  /// @brief Route between two global vertices (GPUs, or an NVSwitch for in-network steps).
+  /// Thread-compatible; results are cached. Throws ConfigError when no route exists.
+  const Route& route(int from_vertex, int to_vertex) const;
+
+  /// @brief True when the node's GPUs sit on an NVSwitch with NVLink SHARP.
+  bool has_nvls() const;
+  /// @brief The node-local NVSwitch vertex (global id in node `node`), or -1.
+  int nvswitch_vertex(int node) const;
+
+ private:
+  std::string name_;
+  GpuModel gpu_;
+  NodeTemplate node_;
+  int nodes_;
+  Fabric fabric_;
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+/// @brief The GPUs a job gets, in rank order (global GPU indices).
+struct Allocation {
+  std::vector<int> gpus;
+  int ranks() const { return static_cast<int>(gpus.size()); }
+  /// @brief Number of distinct nodes touched, and GPUs per node (max).
+  int nodes(const Platform& platform) const;
+  int max_ranks_per_node(const Platform& platform) const;
+};
+
+/// @brief Parses `0,1,4`, `0-3`, `n0:0-2,n1:0-4`; empty text = all GPUs of the platform.
+/// Throws ConfigError naming `--gpus` for out-of-range or duplicate GPUs.
+Allocation parse_allocation(const std::string& text, const Platform& platform);
+
+}  // namespace stepsim::platforms
