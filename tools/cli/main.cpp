@@ -1,1 +1,54 @@
-int main() { return 0; }
+// stepsim: predicts collective and training-iteration times on multi-GPU platforms.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "platforms/config_error.hpp"
+#include "tools/cli/commands.hpp"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  const char* description;
+  stepsim::cli::Action (*add)(CLI::App&);
+};
+
+// The subcommands, in the order `stepsim --help` lists them.
+constexpr Subcommand kSubcommands[] = {
+    {"collective", "Predict one collective (nccl-tests style time, algbw, busbw)",
+     stepsim::cli::add_collective_command},
+    {"presets", "List the shipped platform presets", stepsim::cli::add_presets_command},
+    {"import", "Turn external data into stepsim files (nvidia-smi-topo)",
+     stepsim::cli::add_import_command},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stepsim: performance model and simulator of distributed deep-learning training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "stepsim 0.1.0");
+  std::vector<std::pair<CLI::App*, stepsim::cli::Action>> actions;
+  for (const Subcommand& sub : kSubcommands) {
+    CLI::App* command = app.add_subcommand(sub.name, sub.description);
+    actions.emplace_back(command, sub.add(*command));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    for (auto& [command, action] : actions)
+      if (command->parsed()) return action();
+  } catch (const stepsim::ConfigError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,33 @@
+#pragma once
+/// @file The subcommands of the `stepsim` CLI: one file each, listed in main.cpp's table.
+///
+/// Contract: a subcommand adds its options to the CLI11 sub-app it is given and returns the
+/// action to run after parsing. Actions return the process exit code, print results to
+/// stdout, and throw ConfigError for user errors (main prints it and exits with 2).
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "platforms/loader.hpp"
+
+namespace stepsim::cli {
+
+using Action = std::function<int()>;
+
+Action add_collective_command(CLI::App& command);
+Action add_presets_command(CLI::App& command);
+Action add_import_command(CLI::App& command);
+
+/// @brief Platform selection flags shared by every subcommand that takes a PLATFORM.
+struct PlatformArgs {
+  std::string platform;
+  std::string gpus;
+  platforms::PlatformOptions options;
+};
+void add_platform_options(CLI::App& command, PlatformArgs& args);
+
+/// @brief `--format text|json`, validated by CLI11.
+void add_format_option(CLI::App& command, std::string& format);
+
+}  // namespace stepsim::cli

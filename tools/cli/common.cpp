@@ -1,0 +1,24 @@
+#include <CLI/CLI.hpp>
+
+#include "tools/cli/commands.hpp"
+
+namespace stepsim::cli {
+
+void add_platform_options(CLI::App& command, PlatformArgs& args) {
+  command.add_option("platform", args.platform, "Platform preset name (see `stepsim presets`) or YAML file")
+      ->required();
+  command.add_option("--gpus", args.gpus,
+                     "GPUs of the job in rank order: 0,1,4 or 0-3 (node 0) or n0:0-2,n1:0-4; default all");
+  command.add_option("--nodes", args.options.nodes, "Number of servers (replicates the preset's node)")
+      ->check(CLI::PositiveNumber);
+  command.add_option("--fabric", args.options.fabric, "Inter-node fabric: fat-tree or rail-optimized")
+      ->check(CLI::IsMember({"fat-tree", "rail-optimized"}));
+  command.add_option("-p,--param", args.options.overrides,
+                     "Override a platform parameter, e.g. -p gpu.model=H200-SXM5-141GB");
+}
+
+void add_format_option(CLI::App& command, std::string& format) {
+  command.add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json"}));
+}
+
+}  // namespace stepsim::cli

@@ -1,0 +1,102 @@
+// `stepsim collective` and `stepsim presets` as a user runs them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "tools/tests/cli_run.hpp"
+
+namespace stepsim::cli_test {
+namespace {
+
+nlohmann::json run_json(std::vector<std::string> args) {
+  args.insert(args.begin(), "collective");
+  args.push_back("--format");
+  args.push_back("json");
+  RunResult r = run_stepsim(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(CliCollective, JsonHasTheNcclTestsKeysAndDefinitions) {
+  auto j = run_json({"dgx-h100", "--op", "allreduce", "--size", "1GiB"});
+  for (const char* key : {"op", "algo", "ranks", "nodes", "size_bytes", "time_s", "algbw_GBps", "busbw_GBps"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["op"], "allreduce");
+  EXPECT_EQ(j["algo"], "nccl");
+  EXPECT_EQ(j["ranks"], 8);
+  EXPECT_EQ(j["nodes"], 1);
+  EXPECT_EQ(j["size_bytes"].get<double>(), 1073741824.0);
+  const double time = j["time_s"].get<double>();
+  ASSERT_GT(time, 0);
+  EXPECT_NEAR(j["algbw_GBps"].get<double>(), 1073741824.0 / time / 1e9, 1e-9);
+  EXPECT_NEAR(j["busbw_GBps"].get<double>(), j["algbw_GBps"].get<double>() * 2 * 7 / 8, 1e-9);
+}
+
+TEST(CliCollective, EveryAlgorithmPassesTheCheckerThroughTheCli) {
+  for (const char* algo : {"ring", "tree", "rhd", "direct", "nccl"}) {
+    for (const char* op : {"allreduce", "broadcast"}) {
+      RunResult r = run_stepsim({"collective", "dgx1-v100", "--gpus", "0,1,2,4,5", "--op", op, "--size",
+                                 "4MiB", "--algo", algo, "--check"});
+      EXPECT_EQ(r.exit_code, 0) << algo << " " << op << ": " << r.err;
+    }
+  }
+}
+
+TEST(CliCollective, BestPicksTheFastestCandidate) {
+  auto j = run_json({"dgx1-v100", "--op", "allgather", "--size", "64MiB", "--algo", "best"});
+  ASSERT_TRUE(j.contains("candidates"));
+  ASSERT_GE(j["candidates"].size(), 3u);
+  double fastest = INFINITY;
+  std::string fastest_name;
+  for (const auto& c : j["candidates"])
+    if (c["time_s"].get<double>() < fastest) {
+      fastest = c["time_s"].get<double>();
+      fastest_name = c["algo"].get<std::string>();
+    }
+  EXPECT_EQ(j["algo"], fastest_name);
+  EXPECT_EQ(j["time_s"].get<double>(), fastest);
+}
+
+TEST(CliCollective, EnginesAgreeOnAnUncontendedRing) {
+  std::vector<std::string> base = {"dgx-h100", "--op", "allgather", "--size", "256MiB", "--algo", "ring"};
+  auto analytical = run_json(base);
+  base.insert(base.end(), {"--engine", "event"});
+  auto event = run_json(base);
+  const double a = analytical["time_s"].get<double>();
+  const double e = event["time_s"].get<double>();
+  EXPECT_LT(std::abs(a - e) / a, 1e-3) << a << " vs " << e;
+}
+
+TEST(CliCollective, NodesAndAllocationsShapeTheJob) {
+  auto multi = run_json({"dgx-h100", "--nodes", "2", "--op", "allreduce", "--size", "64MiB", "--algo", "ring"});
+  EXPECT_EQ(multi["ranks"], 16);
+  EXPECT_EQ(multi["nodes"], 2);
+  auto fragmented = run_json({"dgx-h100", "--nodes", "2", "--gpus", "n0:0-2,n1:0-4", "--op", "allreduce",
+                              "--size", "64MiB", "--algo", "ring"});
+  EXPECT_EQ(fragmented["ranks"], 8);
+  EXPECT_EQ(fragmented["nodes"], 2);
+  // Crossing the network makes the same 8-rank allreduce slower than inside one server.
+  auto local = run_json({"dgx-h100", "--op", "allreduce", "--size", "64MiB", "--algo", "ring"});
+  EXPECT_GT(fragmented["time_s"].get<double>(), local["time_s"].get<double>());
+}
+
+TEST(CliCollective, SameInputSameOutputBitForBit) {
+  std::vector<std::string> args = {"collective", "dgx1-v100", "--op", "allreduce", "--size", "100MB",
+                                   "--algo", "best", "--format", "json"};
+  RunResult first = run_stepsim(args);
+  RunResult second = run_stepsim(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, second.out);
+}
+
+TEST(CliPresets, ListsEveryRequiredPreset) {
+  RunResult r = run_stepsim({"presets"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"dgx1-p100", "dgx1-v100", "dgx2", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200",
+                           "gb200-nvl72", "pcie-gen3-x2", "pcie-gen4-x8"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+}
+
+}  // namespace
+}  // namespace stepsim::cli_test

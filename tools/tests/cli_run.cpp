@@ -1,0 +1,64 @@
+#include "tools/tests/cli_run.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace stepsim::cli_test {
+namespace {
+
+std::string g_binary;
+std::string g_fixtures;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string quote(const std::string& arg) {
+  std::string q = "'";
+  for (char c : arg) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+RunResult run_stepsim(const std::vector<std::string>& args) {
+  char out_path[] = "/tmp/stepsim-cli-out-XXXXXX";
+  char err_path[] = "/tmp/stepsim-cli-err-XXXXXX";
+  close(mkstemp(out_path));
+  close(mkstemp(err_path));
+  std::string command = quote(g_binary);
+  for (const std::string& a : args) command += " " + quote(a);
+  command += " >" + std::string(out_path) + " 2>" + err_path + " </dev/null";
+  const int status = std::system(command.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  unlink(out_path);
+  unlink(err_path);
+  return r;
+}
+
+std::string fixture(const std::string& name) { return g_fixtures + "/" + name; }
+
+}  // namespace stepsim::cli_test
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s STEPSIM_BINARY FIXTURE_DIR\n", argv[0]);
+    return 2;
+  }
+  stepsim::cli_test::g_binary = argv[1];
+  stepsim::cli_test::g_fixtures = argv[2];
+  return RUN_ALL_TESTS();
+}

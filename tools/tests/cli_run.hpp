@@ -1,0 +1,20 @@
+#pragma once
+/// @file Runs the stepsim binary as a user would and captures what it says.
+#include <string>
+#include <vector>
+
+namespace stepsim::cli_test {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// @brief Runs `stepsim ARGS...` (the binary given as the test's first argument).
+RunResult run_stepsim(const std::vector<std::string>& args);
+
+/// @brief Directory holding the test fixtures.
+std::string fixture(const std::string& name);
+
+}  // namespace stepsim::cli_test
