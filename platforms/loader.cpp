@@ -1,1 +1,140 @@
-// placeholder: being written
+#include "platforms/loader.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "platforms/catalogue.hpp"
+#include "platforms/config_error.hpp"
+#include "platforms/node_reader.hpp"
+#include "platforms/yaml_reader.hpp"
+
+namespace stepsim::platforms {
+namespace {
+
+const std::vector<std::string> kTopKeys = {"version", "name", "description", "gpu", "cpu_vendor",
+                                           "nodes",   "node", "fabric"};
+
+GpuModel read_gpu(const YamlReader& reader, const YAML::Node& section) {
+  std::vector<std::string> allowed = {"model"};
+  allowed.insert(allowed.end(), gpu_figure_keys().begin(), gpu_figure_keys().end());
+  reader.check_keys(section, "gpu", allowed);
+  const YAML::Node model = reader.require(section, "gpu", "model");
+  GpuModel gpu = catalogue_gpu(reader.get_string(model, "gpu.model"), reader, model, "gpu.model");
+  // Figures written next to the model override the catalogue's (e.g. a 16 GB V100).
+  read_gpu_figures(reader, section, "gpu", gpu, false);
+  return gpu;
+}
+
+// A fabric joins nodes; a single node needs none unless the file asks for one.
+Fabric read_fabric(const YamlReader& reader, const YAML::Node& section, int nodes, const GpuModel& gpu) {
+  Fabric fabric;
+  if (!section && nodes == 1) return fabric;
+  const std::string path = "fabric";
+  if (section) reader.check_keys(section, path, {"kind", "nic", "nic_bandwidth", "nic_latency", "switch_latency", "sharp"});
+  const YAML::Node none;
+  auto get = [&](const char* key) { return section ? section[key] : none; };
+  fabric.kind = FabricKind::fat_tree;
+  if (YAML::Node kind = get("kind"))
+    fabric.kind = reader.get_choice(kind, path + ".kind", {"fat-tree", "rail-optimized"}) == "fat-tree"
+                      ? FabricKind::fat_tree
+                      : FabricKind::rail_optimized;
+  const YAML::Node nic_key = get("nic");
+  const NicModel nic = catalogue_nic(nic_key ? reader.get_string(nic_key, path + ".nic") : default_nic(gpu.arch),
+                                     reader, nic_key, path + ".nic");
+  fabric.nic_name = nic.name;
+  fabric.nic_bandwidth = nic.bandwidth;
+  fabric.nic_latency = nic.latency;
+  fabric.switch_latency = nic.switch_latency;
+  if (YAML::Node n = get("nic_bandwidth")) fabric.nic_bandwidth = reader.get_bandwidth(n, path + ".nic_bandwidth");
+  if (YAML::Node n = get("nic_latency")) fabric.nic_latency = reader.get_duration(n, path + ".nic_latency");
+  if (YAML::Node n = get("switch_latency")) fabric.switch_latency = reader.get_duration(n, path + ".switch_latency");
+  if (YAML::Node n = get("sharp")) fabric.sharp = reader.get_bool(n, path + ".sharp");
+  return fabric;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path, "cannot read the file", "check the path and its permissions");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [stem, text] : embedded_presets())
+    if (!is_catalogue(stem)) names.push_back(stem);
+  return names;
+}
+
+}  // namespace
+
+Platform parse_platform(const std::string& yaml_text, const std::string& origin, const PlatformOptions& options) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(origin + " (line " + std::to_string(e.mark.line + 1) + ")", "malformed YAML: " + e.msg,
+                      "fix the YAML syntax at that line");
+  }
+  YamlReader reader(origin);
+  if (!root.IsMap())
+    reader.fail("(document)", root, "expected a platform description (a map of keys)",
+                "start from a preset: allowed top-level keys are " + join(kTopKeys));
+  // Command-line options are overrides of the document, so they are validated exactly like it.
+  if (options.nodes != 0) reader.apply_override(root, "nodes=" + std::to_string(options.nodes),
+                                                "--nodes " + std::to_string(options.nodes));
+  if (!options.fabric.empty()) reader.apply_override(root, "fabric.kind=" + options.fabric, "--fabric " + options.fabric);
+  for (const std::string& assignment : options.overrides) reader.apply_override(root, assignment, "-p " + assignment);
+
+  const YAML::Node& doc = root;  // const from here: a non-const operator[] would insert keys
+  reader.check_keys(doc, "", kTopKeys);
+  const YAML::Node version = reader.require(doc, "", "version");
+  if (reader.get_int(version, "version", 0) != 1)
+    reader.fail("version", version, "unsupported version " + version.Scalar(), "write version: 1");
+  const std::string name = reader.get_string(reader.require(doc, "", "name"), "name");
+  if (doc["description"]) reader.get_string(doc["description"], "description");
+  const GpuModel gpu = read_gpu(reader, reader.require(doc, "", "gpu"));
+  const std::string cpu_vendor =
+      doc["cpu_vendor"] ? reader.get_choice(doc["cpu_vendor"], "cpu_vendor", {"intel", "amd", "arm"}) : "intel";
+  const int nodes = doc["nodes"] ? reader.get_int(doc["nodes"], "nodes", 1) : 1;
+  const YAML::Node node_section = reader.require(doc, "", "node");
+  NodeTemplate node = read_node(reader, node_section, gpu);
+  if (nodes > 1 && node.nics.empty())
+    reader.fail("node.vertices", node_section["vertices"], std::to_string(nodes) + " nodes need NICs to join them",
+                "add vertices of kind nic linked to the GPUs' PCIe switches, or use nodes: 1");
+  Fabric fabric = read_fabric(reader, doc["fabric"], nodes, gpu);
+  try {
+    Platform platform(name, gpu, std::move(node), nodes, std::move(fabric));
+    platform.cpu_vendor = cpu_vendor;
+    platform.source = origin;
+    return platform;
+  } catch (const ConfigError& e) {
+    // The platform checks connectivity; point the user at the links that fail to provide it.
+    std::string what = e.what();
+    what = what.substr(std::min(what.size(), e.where().size() + 2));
+    throw ConfigError(reader.where("node.links", node_section["links"]), what, "");
+  }
+}
+
+Platform load_platform(const std::string& name_or_path, const PlatformOptions& options) {
+  const auto& presets = embedded_presets();
+  auto it = presets.find(name_or_path);
+  if (it != presets.end() && !is_catalogue(name_or_path))
+    return parse_platform(it->second, name_or_path + ".yaml (preset)", options);
+  if (std::filesystem::is_regular_file(name_or_path)) return parse_platform(read_text(name_or_path), name_or_path, options);
+  throw ConfigError(name_or_path, "neither a preset nor a readable file",
+                    "use a platform file path or one of the presets: " + join(preset_names()));
+}
+
+std::vector<PresetInfo> list_presets() {
+  std::vector<PresetInfo> infos;
+  for (const std::string& stem : preset_names()) {
+    YAML::Node root = YAML::Load(embedded_presets().at(stem));
+    infos.push_back({stem, root["description"] ? root["description"].as<std::string>() : ""});
+  }
+  return infos;
+}
+
+}  // namespace stepsim::platforms

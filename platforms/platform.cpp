@@ -219,13 +219,21 @@ struct Platform::Impl {
       : node_copy(n), node(&node_copy), routes(node_copy), V(static_cast<int>(n.vertices.size())), L(static_cast<int>(n.links.size())),
         R(static_cast<int>(n.nics.size())), nodes(node_count), kind(n.nics.empty() ? FabricKind::none : f.kind),
         fabric(f) {
+    // Nearest NIC per vertex. GPUs that tie on several NICs (two GPUs and two NICs under one
+    // PCIe switch) are spread over them in GPU order, as NCCL gives each GPU its own NIC.
     nearest_nic.assign(V, -1);
-    for (int v = 0; v < V; ++v)
+    std::map<std::vector<int>, int> sharing;  // tied NIC set -> GPUs already placed on it
+    for (int v = 0; v < V; ++v) {
+      std::vector<int> tied;
       for (int r = 0; r < R; ++r) {
         if (!routes.reachable(v, n.nics[r])) continue;
-        int best = nearest_nic[v];
-        if (best < 0 || better(routes.route(v, n.nics[r]), routes.route(v, n.nics[best]))) nearest_nic[v] = r;
+        if (tied.empty() || better(routes.route(v, n.nics[r]), routes.route(v, n.nics[tied[0]]))) tied = {r};
+        else if (!better(routes.route(v, n.nics[tied[0]]), routes.route(v, n.nics[r]))) tied.push_back(r);
       }
+      if (tied.empty()) continue;
+      int k = n.vertices[v].kind == VertexKind::gpu ? sharing[tied]++ : 0;
+      nearest_nic[v] = tied[static_cast<std::size_t>(k) % tied.size()];
+    }
   }
 
   int fabric_vertex_count() const {

@@ -1,0 +1,140 @@
+#include "models/collectives/lowering.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "platforms/config_error.hpp"
+
+namespace stepsim::models::lowering {
+
+int channel_count(const CollectiveContext& ctx) { return ctx.options.channels > 0 ? ctx.options.channels : 1; }
+
+int chunk_count(const CollectiveContext& ctx, Bytes bytes, int lanes) {
+  const Bytes chunk = ctx.options.chunk_bytes > 0 ? ctx.options.chunk_bytes : kDefaultChunkBytes;
+  const double chunks = std::ceil(bytes / lanes / chunk);
+  return static_cast<int>(std::clamp(chunks, 1.0, static_cast<double>(kMaxChunks)));
+}
+
+Schedule start(const CollectiveSpec& spec, const std::string& algorithm, int num_blocks, int pieces,
+               int channels) {
+  Schedule s;
+  s.spec = spec;
+  s.algorithm = algorithm;
+  s.num_blocks = num_blocks;
+  s.pieces = pieces;
+  s.channels = channels;
+  const bool per_rank = spec.op == CollectiveOp::alltoall || spec.op == CollectiveOp::sendrecv;
+  s.block_bytes = (per_rank ? spec.bytes * spec.ranks : spec.bytes) / num_blocks;
+  return s;
+}
+
+Step step(const Schedule& s, int src, int dst, int block, int count, int piece, Combine combine, int channel) {
+  Step st;
+  st.src = src;
+  st.dst = dst;
+  st.block = block;
+  st.block_count = count;
+  st.piece = piece;
+  st.combine = combine;
+  st.channel = channel;
+  st.wire_bytes = count * s.piece_bytes();
+  return st;
+}
+
+void require(const Algorithm& algorithm, const std::string& name, const CollectiveSpec& spec,
+             const CollectiveContext& ctx) {
+  if (spec.ranks != ctx.ranks())
+    throw ConfigError("--gpus", "the collective has " + std::to_string(spec.ranks) + " ranks but the allocation " +
+                      std::to_string(ctx.ranks()) + " GPUs", "allocate one GPU per rank");
+  if ((spec.op == CollectiveOp::broadcast || spec.op == CollectiveOp::reduce) &&
+      (spec.root < 0 || spec.root >= spec.ranks))
+    throw ConfigError("--root", "root " + std::to_string(spec.root) + " is not a rank",
+                      "use a root in [0, " + std::to_string(spec.ranks) + ")");
+  std::string why;
+  if (!algorithm.supports(spec, ctx, &why))
+    throw ConfigError("--algo", name + " cannot run " + to_string(spec.op) + ": " + why,
+                      "pick another algorithm (stepsim collective --help lists them) or 'auto'");
+}
+
+std::vector<std::vector<int>> ranks_by_node(const CollectiveContext& ctx) {
+  std::map<int, std::vector<int>> by_node;
+  for (int r = 0; r < ctx.ranks(); ++r) by_node[ctx.node_of(r)].push_back(r);
+  std::vector<std::vector<int>> out;
+  for (auto& [node, ranks] : by_node) out.push_back(std::move(ranks));
+  return out;
+}
+
+namespace {
+
+int wrap(std::int64_t value, int modulus) { return static_cast<int>((value % modulus + modulus) % modulus); }
+
+/// The block distance d with owned(p - 1) = owned(p) + d for every ring and position, if any.
+std::optional<int> uniform_shift(const Schedule& s, const std::vector<std::vector<int>>& rings, const Owned& owned) {
+  std::optional<int> shift;
+  for (std::size_t r = 0; r < rings.size(); ++r) {
+    const int len = static_cast<int>(rings[r].size());
+    for (int p = 0; p < len; ++p)
+      for (int c = 0; c < s.channels; ++c) {
+        const std::vector<CellRun> here = owned(static_cast<int>(r), p, c);
+        const std::vector<CellRun> before = owned(static_cast<int>(r), wrap(p - 1, len), c);
+        if (here.size() != before.size() || here.empty()) return std::nullopt;
+        for (std::size_t i = 0; i < here.size(); ++i) {
+          if (here[i].count != before[i].count || here[i].piece != before[i].piece) return std::nullopt;
+          const int d = wrap(before[i].block - here[i].block, s.num_blocks);
+          if (shift && *shift != d) return std::nullopt;
+          shift = d;
+        }
+      }
+  }
+  return shift;
+}
+
+}  // namespace
+
+void append_ring_pass(Schedule& s, const std::vector<std::vector<int>>& rings, const Owned& owned,
+                      Combine combine, int offset) {
+  const int len = static_cast<int>(rings.front().size());
+  if (len < 2) return;
+  auto steps_at = [&](int k) {
+    Round round;
+    for (std::size_t r = 0; r < rings.size(); ++r)
+      for (int i = 0; i < len; ++i)
+        for (int c = 0; c < s.channels; ++c)
+          for (const CellRun& run : owned(static_cast<int>(r), wrap(i - k - offset, len), c))
+            round.steps.push_back(step(s, rings[r][static_cast<std::size_t>(i)],
+                                       rings[r][static_cast<std::size_t>((i + 1) % len)], run.block, run.count,
+                                       run.piece, combine, c));
+    return round;
+  };
+  if (std::optional<int> shift = uniform_shift(s, rings, owned)) {
+    Round round = steps_at(0);
+    round.repeat = len - 1;
+    round.block_shift = *shift;
+    s.rounds.push_back(std::move(round));
+    return;
+  }
+  for (int k = 0; k < len - 1; ++k) s.rounds.push_back(steps_at(k));
+}
+
+void append_chains(Schedule& s, const std::vector<std::vector<int>>& chains, Combine combine) {
+  std::size_t longest = 0;
+  for (const auto& chain : chains) longest = std::max(longest, chain.size());
+  if (longest < 2) return;
+  const int links = static_cast<int>(longest) - 1;
+  for (int t = 0; t < s.num_blocks + links - 1; ++t) {
+    Round round;
+    for (const auto& chain : chains)
+      for (int i = 0; i + 1 < static_cast<int>(chain.size()); ++i) {
+        const int chunk = t - i;
+        if (chunk < 0 || chunk >= s.num_blocks) continue;
+        for (int c = 0; c < s.channels; ++c)
+          round.steps.push_back(step(s, chain[static_cast<std::size_t>(i)], chain[static_cast<std::size_t>(i) + 1],
+                                     chunk, 1, c, combine, c));
+      }
+    s.rounds.push_back(std::move(round));
+  }
+}
+
+}  // namespace stepsim::models::lowering

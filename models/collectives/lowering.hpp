@@ -1,0 +1,62 @@
+#pragma once
+/// @file Building blocks the collective algorithms share: schedule set-up, steps with the
+/// right wire bytes, ring passes (compact when symmetric) and pipelined chains.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/algorithm.hpp"
+
+namespace stepsim::models::lowering {
+
+/// @brief Pipeline chunk used when options.chunk_bytes is 0: NCCL's Simple protocol moves
+/// 4 MiB buffers in NCCL_STEPS = 8 slots, i.e. 512 KiB per pipeline step (papers.md §4).
+constexpr Bytes kDefaultChunkBytes = 512.0 * 1024;
+/// @brief Upper bound on pipeline chunks, so schedules of huge buffers stay small; beyond it
+/// the fill/drain share of the time is already below 1 / kMaxChunks.
+constexpr int kMaxChunks = 256;
+
+/// @brief options.channels, or 1 when unset.
+int channel_count(const CollectiveContext& ctx);
+/// @brief Chunks each of `lanes` parallel pipelines cuts `bytes` into: ceil(bytes / lanes /
+/// chunk_bytes) clamped to [1, kMaxChunks].
+int chunk_count(const CollectiveContext& ctx, Bytes bytes, int lanes);
+
+/// @brief A schedule with its data cut as asked; `block_bytes` follows from the op's
+/// buffer size (per-rank buffers for alltoall and sendrecv, the whole buffer otherwise).
+Schedule start(const CollectiveSpec& spec, const std::string& algorithm, int num_blocks, int pieces,
+               int channels);
+
+/// @brief A transfer of `count` blocks from `block` of one piece, wire bytes = cells' size.
+Step step(const Schedule& s, int src, int dst, int block, int count, int piece, Combine combine, int channel);
+
+/// @brief Throws ConfigError naming --algo when `algorithm` does not support the request.
+void require(const Algorithm& algorithm, const std::string& name, const CollectiveSpec& spec,
+             const CollectiveContext& ctx);
+
+/// @brief Ranks grouped by node, nodes ascending, ranks ascending within a node.
+std::vector<std::vector<int>> ranks_by_node(const CollectiveContext& ctx);
+
+/// @brief Cells a ring position owns in a pass, for one channel: a run of blocks of a piece.
+struct CellRun {
+  int block = 0;
+  int count = 1;
+  int piece = 0;
+};
+using Owned = std::function<std::vector<CellRun>(int ring, int position, int channel)>;
+
+/// @brief Appends a ring pass over every ring at once (all rings equally long, len >= 2):
+/// len-1 steps in which position i sends to i+1 the cells owned by position i - k - offset
+/// (k the step). offset 0 with replace is an allgather pass, offset 1 with reduce a
+/// reduce-scatter pass (Patarasuk & Yuan 2009; NCCL's ring). When every position's cells
+/// are its predecessor's shifted by one block distance the pass is one Round with
+/// repeat = len-1 (the compact form); otherwise it is len-1 explicit rounds.
+void append_ring_pass(Schedule& s, const std::vector<std::vector<int>>& rings, const Owned& owned,
+                      Combine combine, int offset);
+
+/// @brief Appends pipelined chains: chain[0] -> chain[1] -> ... carries every block (a
+/// pipeline chunk) of every channel's piece; link i sends chunk t - i in round t, so chunks
+/// flow down the chain back to back. Chains run side by side, rounds aligned.
+void append_chains(Schedule& s, const std::vector<std::vector<int>>& chains, Combine combine);
+
+}  // namespace stepsim::models::lowering

@@ -1,0 +1,120 @@
+#pragma once
+/// @file NCCL's tuning model as pure functions: the graphs its topology search would find,
+/// and for every (algorithm, protocol) the latency and bandwidth of src/graph/tuning.cc.
+///
+/// Sources (papers.md §4, read at NCCL HEAD 5067397c = 2.30.7, and src/graph/search.cc,
+/// src/graph/topo.h, src/enqueue.cc at 2.19-2.30): every constant below names the NCCL table
+/// it copies. Units follow NCCL inside this file: latency in microseconds, bandwidth in
+/// GB/s (1e9 B/s); the public results convert to stepsim's seconds and bytes/s.
+///
+/// Contract: `nccl_tune` is deterministic and depends only on its inputs; it never reads a
+/// platform (models/collectives/nccl_topology.hpp derives NcclSystem from one).
+#include <array>
+#include <string>
+#include <vector>
+
+#include "models/schedule.hpp"
+
+namespace stepsim::models::nccl {
+
+/// @brief NCCL's algorithms (order of NCCL_ALGO_*: the tie-break order of its argmin).
+enum class Algo { tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree };
+/// @brief NCCL's protocols (order of NCCL_PROTO_*).
+enum class Proto { ll, ll128, simple };
+constexpr int kAlgos = 6;
+constexpr int kProtos = 3;
+
+const char* to_string(Algo algo);
+const char* to_string(Proto proto);
+/// @brief Parses ring|tree|nvls|nvls_tree|nvlstree|collnet|collnet_direct|collnet_chain
+/// (case-insensitive); throws ConfigError naming `algo=` otherwise.
+Algo parse_algo(const std::string& text);
+/// @brief Parses LL|LL128|Simple (case-insensitive); throws ConfigError naming `proto=`.
+Proto parse_proto(const std::string& text);
+
+/// @brief NCCL's path class of the intra-node graph (topo.h PATH_NVL... collapsed to the
+/// three hwLat rows it selects).
+enum class IntraPath { nvlink, pcie };
+
+/// @brief What NCCL's topology detection would see, in NCCL's own figures.
+struct NcclSystem {
+  int sm = 90;                  ///< compute capability x10 (60, 70, 80, 90, 100)
+  int ranks = 1;
+  int nodes = 1;
+  int ppn = 1;                  ///< ranks per node (NCCL assumes equal; we use the max)
+  IntraPath intra = IntraPath::nvlink;
+  bool nvswitch = false;        ///< GPUs reach each other through an NVSwitch
+  double intra_bw = 0;          ///< GB/s one GPU can push into the intra-node graph
+                                ///< (NCCL's per-NVLink figure x links, or its PCIe figure)
+  double nic_bw = 0;            ///< GB/s per NIC (NCCL's NET bandwidth = port speed / 8)
+  int nics_per_node = 0;
+  bool nvls = false;            ///< NVSwitch with NVLink SHARP (NCCL nvlsSupport)
+  bool collnet = false;         ///< SHARP in the fabric (NCCL collNetSupport)
+  bool amd_cpu = false;         ///< NCCL's CPU vendor: AMD rows of llMaxBws, 2 us net overhead
+};
+
+/// @brief One graph as ncclTopoCompute leaves it (search.cc): channels and per-channel GB/s.
+struct Graph {
+  int channels = 0;
+  double bw_intra = 0;
+  double bw_inter = 0;
+};
+
+/// @brief The graphs for ring, tree, NVLS (and CollNet, which shares the tree's).
+struct Graphs {
+  Graph ring;
+  Graph tree;
+  Graph nvls;
+};
+
+/// @brief Emulates ncclTopoCompute's speed search: the speed (from the per-arch speed
+/// arrays) and channel count with the largest total, ties to the higher speed, then
+/// ncclTopoDupChannels; NVLS graphs use one channel per local GPU.
+Graphs search_graphs(const NcclSystem& sys);
+
+/// @brief NCCL's estimate for one (algorithm, protocol).
+struct Estimate {
+  Algo algo = Algo::ring;
+  Proto proto = Proto::simple;
+  bool enabled = false;
+  std::string why_disabled;
+  int channels = 0;
+  double latency_us = 0;        ///< comm->latencies (x the ring plateau factor where applied)
+  double bus_bw = 0;            ///< GB/s before the algorithm-bandwidth conversion
+  double alg_bw = 0;            ///< GB/s comm->bandwidths (x treeCorrectionFactor)
+  double time_us = 0;           ///< latency + bytes / (1000 alg_bw)
+};
+
+/// @brief Forced choices (options.extra algo=/proto=, options.channels).
+struct Forced {
+  bool has_algo = false;
+  Algo algo = Algo::ring;
+  bool has_proto = false;
+  Proto proto = Proto::simple;
+  int channels = 0;
+};
+
+struct Tuning {
+  Graphs graphs;
+  std::vector<Estimate> estimates;   ///< every (algo, proto), NCCL's order
+  Estimate choice;
+};
+
+/// @brief Every (algo, proto) estimate for `op` on `bytes` (nccl-tests size) and NCCL's
+/// argmin among the enabled ones (strictly smaller wins, NCCL's iteration order), within
+/// the forced subset. Throws ConfigError when nothing is enabled for a forced choice.
+/// alltoall and sendrecv are p2p in NCCL: they get the ring Simple estimate of p2p
+/// (one step to each peer) and are never tuned.
+Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const Forced& forced = {});
+
+/// @brief NCCL's per-NVLink bandwidth (topo.h ncclTopoNVLinkBw) for an SM version.
+double nvlink_bw_per_link(int sm);
+/// @brief NCCL's PCIe figure (topo.h): width * (60|120|240|480 for Gen3..6) / 80 GB/s.
+double pcie_bw(int gen, int width);
+
+/// @brief hwLat[path][algo][proto] of tuning.cc at HEAD; path 0 NVLink, 1 PCI, 2 NET.
+double hw_latency(int path, Algo algo, Proto proto);
+/// @brief baseLat[algo][proto] of tuning.cc at HEAD.
+double base_latency(Algo algo, Proto proto);
+
+}  // namespace stepsim::models::nccl

@@ -1,0 +1,172 @@
+#include "platforms/yaml_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "platforms/config_error.hpp"
+
+namespace stepsim::platforms {
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+void YamlReader::apply_override(YAML::Node& root, const std::string& assignment, const std::string& label) {
+  const std::string fix = "write -p KEY=VALUE, e.g. -p gpu.model=H100-SXM5-80GB, -p nodes=4 or -p fabric.kind=rail-optimized";
+  std::size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == assignment.size())
+    throw ConfigError(label, "not a KEY=VALUE assignment", fix);
+  const std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    std::size_t dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  YAML::Node at = root;
+  std::string path;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (parts[i].empty()) throw ConfigError(label, "empty key segment", fix);
+    path += (path.empty() ? "" : ".") + parts[i];
+    // yaml-cpp nodes are references: `reset` moves the handle, plain assignment would overwrite.
+    if (!at[parts[i]]) at[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node next = at[parts[i]];
+    if (!next.IsMap())
+      throw ConfigError(label, "'" + path + "' is not a section with keys",
+                        "override a key inside a section, e.g. fabric.kind");
+    at.reset(next);
+  }
+  if (parts.back().empty()) throw ConfigError(label, "empty key segment", fix);
+  YAML::Node target = at[parts.back()];
+  if (target && !target.IsScalar())
+    throw ConfigError(label, "'" + key + "' is a section, not a single value",
+                      "override one of its keys, e.g. " + key + ".NAME=VALUE");
+  at[parts.back()] = value;
+  overrides_[key] = label;
+}
+
+std::string YamlReader::where(const std::string& path, const YAML::Node& node) const {
+  if (node && !node.Mark().is_null())
+    return origin_ + ": " + path + " (line " + std::to_string(node.Mark().line + 1) + ")";
+  // A node without a line came from an override: name the flag (the path or an enclosing key).
+  for (std::string p = path;;) {
+    auto it = overrides_.find(p);
+    if (it != overrides_.end()) return origin_ + ": " + path + " (set by " + it->second + ")";
+    std::size_t dot = p.rfind('.');
+    if (dot == std::string::npos) break;
+    p.resize(dot);
+  }
+  return origin_ + ": " + path;
+}
+
+void YamlReader::fail(const std::string& path, const YAML::Node& node, const std::string& what,
+                      const std::string& fix) const {
+  throw ConfigError(where(path, node), what, fix);
+}
+
+void YamlReader::check_keys(const YAML::Node& map, const std::string& path,
+                            const std::vector<std::string>& allowed) const {
+  if (!map.IsMap()) fail(path, map, "expected a section of `key: value` entries", "allowed keys: " + join(allowed));
+  for (const auto& entry : map) {
+    const std::string key = entry.first.as<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      std::string full = path.empty() ? key : path + "." + key;
+      fail(full, entry.first, "unknown key '" + key + "'", "allowed keys here: " + join(allowed));
+    }
+  }
+}
+
+YAML::Node YamlReader::require(const YAML::Node& map, const std::string& path, const std::string& key) const {
+  YAML::Node value = map[key];
+  if (!value || value.IsNull()) {
+    std::string full = path.empty() ? key : path + "." + key;
+    fail(full, map, "missing required key '" + key + "'", "add `" + key + ": ...`");
+  }
+  return value;
+}
+
+std::string YamlReader::get_string(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsScalar()) fail(path, node, "expected a single value", "write `" + path + ": VALUE`");
+  return node.Scalar();
+}
+
+int YamlReader::get_int(const YAML::Node& node, const std::string& path, int min_value) const {
+  std::string text = get_string(node, path);
+  int value = 0;
+  try {
+    std::size_t used = 0;
+    value = std::stoi(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    fail(path, node, "'" + text + "' is not an integer", "write a whole number such as 8");
+  }
+  if (value < min_value)
+    fail(path, node, "must be >= " + std::to_string(min_value) + ", got " + text,
+         "write a whole number >= " + std::to_string(min_value));
+  return value;
+}
+
+double YamlReader::get_number(const YAML::Node& node, const std::string& path) const {
+  std::string text = get_string(node, path);
+  double value = 0;
+  try {
+    std::size_t used = 0;
+    value = std::stod(text, &used);
+    if (used != text.size() || !std::isfinite(value)) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    fail(path, node, "'" + text + "' is not a number", "write a number such as 19.5e12");
+  }
+  if (value < 0) fail(path, node, "must be >= 0, got " + text, "write a non-negative number");
+  return value;
+}
+
+bool YamlReader::get_bool(const YAML::Node& node, const std::string& path) const {
+  std::string text = get_string(node, path);
+  if (text == "true") return true;
+  if (text == "false") return false;
+  fail(path, node, "'" + text + "' is not true or false", "write true or false");
+}
+
+BytesPerSecond YamlReader::get_bandwidth(const YAML::Node& node, const std::string& path) const {
+  std::string text = get_string(node, path);
+  BytesPerSecond value = 0;
+  try {
+    value = parse_bandwidth(text);
+  } catch (const std::invalid_argument& e) {
+    fail(path, node, e.what(), "write a bandwidth per direction such as 25GBps or 200Gbps");
+  }
+  if (!(value > 0)) fail(path, node, "bandwidth must be > 0, got " + text, "write a positive value such as 25GBps");
+  return value;
+}
+
+Seconds YamlReader::get_duration(const YAML::Node& node, const std::string& path) const {
+  std::string text = get_string(node, path);
+  try {
+    return parse_duration(text);
+  } catch (const std::invalid_argument& e) {
+    fail(path, node, e.what(), "write a duration such as 0.7us");
+  }
+}
+
+Bytes YamlReader::get_size(const YAML::Node& node, const std::string& path) const {
+  std::string text = get_string(node, path);
+  try {
+    return parse_size(text);
+  } catch (const std::invalid_argument& e) {
+    fail(path, node, e.what(), "write a size such as 80GB or 40MiB");
+  }
+}
+
+std::string YamlReader::get_choice(const YAML::Node& node, const std::string& path,
+                                   const std::vector<std::string>& choices) const {
+  std::string text = get_string(node, path);
+  if (std::find(choices.begin(), choices.end(), text) == choices.end())
+    fail(path, node, "unknown value '" + text + "'", "use one of: " + join(choices));
+  return text;
+}
+
+}  // namespace stepsim::platforms

@@ -1,0 +1,56 @@
+#pragma once
+/// @file Checked access to a YAML document: every read names the file, the key path and the line
+/// in its ConfigError, and maps reject keys they do not know.
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "platforms/units.hpp"
+
+namespace stepsim::platforms {
+
+/// @brief A YAML document with the context needed for error messages.
+///
+/// Contract: nodes set by `-p key=value` carry no line; errors on them name the override
+/// instead (`set by -p fabric.kind=...`). Getters throw ConfigError on a missing key, a wrong
+/// type or a bad unit; `check_keys` throws on keys outside the allowed list.
+class YamlReader {
+ public:
+  explicit YamlReader(std::string origin) : origin_(std::move(origin)) {}
+
+  /// @brief Applies `key.path=value` to `root`, creating maps on the way. `label` names the
+  /// flag in errors (e.g. "-p nodes=4" or "--nodes 4").
+  void apply_override(YAML::Node& root, const std::string& assignment, const std::string& label);
+
+  /// @brief "origin: path (line N)" for a node at `path`.
+  std::string where(const std::string& path, const YAML::Node& node) const;
+  [[noreturn]] void fail(const std::string& path, const YAML::Node& node, const std::string& what,
+                         const std::string& fix) const;
+
+  void check_keys(const YAML::Node& map, const std::string& path, const std::vector<std::string>& allowed) const;
+  YAML::Node require(const YAML::Node& map, const std::string& path, const std::string& key) const;
+
+  std::string get_string(const YAML::Node& node, const std::string& path) const;
+  int get_int(const YAML::Node& node, const std::string& path, int min_value) const;
+  double get_number(const YAML::Node& node, const std::string& path) const;  ///< >= 0
+  bool get_bool(const YAML::Node& node, const std::string& path) const;
+  BytesPerSecond get_bandwidth(const YAML::Node& node, const std::string& path) const;  ///< > 0
+  Seconds get_duration(const YAML::Node& node, const std::string& path) const;          ///< >= 0
+  Bytes get_size(const YAML::Node& node, const std::string& path) const;                ///< >= 0
+  /// @brief A string that must be one of `choices`.
+  std::string get_choice(const YAML::Node& node, const std::string& path,
+                         const std::vector<std::string>& choices) const;
+
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::string origin_;
+  std::map<std::string, std::string> overrides_;  ///< key path -> flag text that set it
+};
+
+/// @brief "a, b, c" for error messages.
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
+
+}  // namespace stepsim::platforms

@@ -1,0 +1,126 @@
+#include "sim/prepared_schedule.hpp"
+
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "platforms/config_error.hpp"
+
+namespace stepsim::sim {
+namespace {
+
+const char* kFix = "fix the algorithm that lowered this schedule";
+
+bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
+
+}  // namespace
+
+std::string PreparedSchedule::where(int round, int step) const {
+  std::string text = fmt::format("schedule '{}'", schedule_.algorithm);
+  if (round >= 0) text += fmt::format(": rounds[{}]", round);
+  if (step >= 0) text += fmt::format(".steps[{}]", step);
+  return text;
+}
+
+PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Placement& placement)
+    : schedule_(schedule), platform_(placement.platform) {
+  const std::string here = where(-1, -1);
+  if (schedule.spec.ranks != placement.allocation.ranks())
+    throw ConfigError(here,
+                      fmt::format("has {} ranks but the allocation has {} GPUs",
+                                  schedule.spec.ranks, placement.allocation.ranks()),
+                      "lower the collective for the same allocation it runs on");
+  if (schedule.expanded_step_count() == 0)
+    throw ConfigError(here, "is empty (no steps)", "a collective needs at least 2 ranks and one transfer");
+  if (schedule.channels < 1)
+    throw ConfigError(here, fmt::format("has {} channels", schedule.channels), "use channels >= 1");
+  const models::Protocol& proto = schedule.protocol;
+  if (!(proto.efficiency > 0) || !std::isfinite(proto.efficiency))
+    throw ConfigError(here, fmt::format("protocol '{}' has efficiency {}", proto.name, proto.efficiency),
+                      "use an efficiency in (0, 1]");
+  if (!finite_non_negative(proto.step_latency) || !finite_non_negative(schedule.launch_latency))
+    throw ConfigError(here, "has a negative or non-finite latency", kFix);
+  if (!(proto.per_step_bandwidth_cap > 0))
+    throw ConfigError(here, fmt::format("protocol '{}' caps a step at {} B/s", proto.name,
+                                        proto.per_step_bandwidth_cap),
+                      "use a positive cap, or infinity for none");
+
+  for (int gpu : placement.allocation.gpus) {
+    if (gpu < 0 || gpu >= platform_.gpu_count())
+      throw ConfigError("allocation", fmt::format("GPU {} is not on platform '{}' ({} GPUs)", gpu,
+                                                  platform_.name(), platform_.gpu_count()),
+                        "pick GPUs of this platform");
+    endpoint_vertex_.push_back(platform_.gpu_vertex(gpu));
+  }
+  for (int vertex : schedule.switch_vertices) {
+    if (vertex < 0 || vertex >= platform_.vertex_count())
+      throw ConfigError(here, fmt::format("names switch vertex {}, not on the platform", vertex), kFix);
+    endpoint_vertex_.push_back(vertex);
+  }
+
+  const int channels = schedule.channels;
+  for (int r = 0; r < static_cast<int>(schedule.rounds.size()); ++r) {
+    const models::Round& round = schedule.rounds[r];
+    if (round.repeat < 1)
+      throw ConfigError(where(r, -1), fmt::format("has repeat {}", round.repeat), "use repeat >= 1");
+    PreparedRound prepared;
+    prepared.repeat = round.repeat;
+    prepared.steps.reserve(round.steps.size());
+    for (int s = 0; s < static_cast<int>(round.steps.size()); ++s) {
+      const models::Step& step = round.steps[s];
+      if (step.src < 0 || step.src >= endpoints() || step.dst < 0 || step.dst >= endpoints())
+        throw ConfigError(where(r, s), fmt::format("endpoint {} -> {} is outside [0, {})", step.src,
+                                                   step.dst, endpoints()), kFix);
+      if (step.src == step.dst)
+        throw ConfigError(where(r, s), fmt::format("transfers from endpoint {} to itself", step.src), kFix);
+      if (step.channel < 0 || step.channel >= channels)
+        throw ConfigError(where(r, s), fmt::format("uses channel {} of {}", step.channel, channels), kFix);
+      if (!finite_non_negative(step.wire_bytes))
+        throw ConfigError(where(r, s), fmt::format("moves {} bytes", step.wire_bytes), kFix);
+      PreparedStep p;
+      p.src = step.src;
+      p.dst = step.dst;
+      p.src_pair = step.src * channels + step.channel;
+      p.dst_pair = step.dst * channels + step.channel;
+      p.wire_bytes = step.wire_bytes;
+      p.route = &platform_.route(endpoint_vertex_[step.src], endpoint_vertex_[step.dst]);
+      if (p.route->hops.empty())
+        throw ConfigError(where(r, s), "endpoints sit on the same platform vertex", kFix);
+      for (const platforms::Hop& hop : p.route->hops) {
+        const platforms::Link link = platform_.link(hop.link);
+        if (!(link.bandwidth > 0) || !std::isfinite(link.bandwidth))
+          throw ConfigError(fmt::format("platform '{}': link '{}'", platform_.name(), link.name),
+                            fmt::format("has bandwidth {} B/s", link.bandwidth),
+                            "give every link a positive bandwidth such as 25GBps");
+        if (!finite_non_negative(link.latency))
+          throw ConfigError(fmt::format("platform '{}': link '{}'", platform_.name(), link.name),
+                            fmt::format("has latency {} s", link.latency),
+                            "give every link a non-negative latency such as 0.7us");
+      }
+      prepared.steps.push_back(p);
+    }
+    rounds_.push_back(std::move(prepared));
+  }
+}
+
+std::vector<LinkUsage> PreparedSchedule::link_usage() const {
+  std::map<int, LinkUsage> by_link;
+  for (const PreparedRound& round : rounds_) {
+    for (const PreparedStep& step : round.steps) {
+      const Bytes bytes = step.wire_bytes * round.repeat;
+      if (bytes == 0) continue;
+      for (const platforms::Hop& hop : step.route->hops) {
+        LinkUsage& usage = by_link[hop.link];
+        usage.link = hop.link;
+        (hop.forward ? usage.bytes_forward : usage.bytes_backward) += bytes;
+      }
+    }
+  }
+  std::vector<LinkUsage> result;
+  result.reserve(by_link.size());
+  for (const auto& [link, usage] : by_link) result.push_back(usage);
+  return result;
+}
+
+}  // namespace stepsim::sim

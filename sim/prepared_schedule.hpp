@@ -1,0 +1,69 @@
+#pragma once
+/// @file A Schedule checked against its placement, with endpoints resolved to platform
+/// vertices and every step's route looked up once: what both engines start from.
+///
+/// Contract: constructing it validates everything a user (or an algorithm bug) can get
+/// wrong and throws ConfigError naming the schedule, round and step; after that the engines
+/// may assume a well-formed schedule. The compact form is kept: a round stands for all its
+/// repetitions, because repetitions differ only in blocks, never in routes or bytes.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/schedule.hpp"
+#include "platforms/platform.hpp"
+#include "sim/engine.hpp"
+
+namespace stepsim::sim {
+
+/// @brief One step of a compact round with its route resolved.
+struct PreparedStep {
+  int src = 0;                ///< endpoint
+  int dst = 0;                ///< endpoint
+  int src_pair = 0;           ///< (endpoint, channel) index: endpoint * channels + channel
+  int dst_pair = 0;
+  Bytes wire_bytes = 0;
+  const platforms::Route* route = nullptr;   ///< owned by the platform's route cache
+};
+
+struct PreparedRound {
+  std::vector<PreparedStep> steps;
+  int repeat = 1;
+};
+
+class PreparedSchedule {
+ public:
+  /// @brief Validates `schedule` on `placement`; throws ConfigError on bad input.
+  PreparedSchedule(const models::Schedule& schedule, const Placement& placement);
+
+  const models::Schedule& schedule() const { return schedule_; }
+  const platforms::Platform& platform() const { return platform_; }
+  int ranks() const { return schedule_.spec.ranks; }
+  int endpoints() const { return static_cast<int>(endpoint_vertex_.size()); }
+  int channels() const { return schedule_.channels; }
+  int pairs() const { return endpoints() * channels(); }
+  int endpoint_vertex(int endpoint) const { return endpoint_vertex_[endpoint]; }
+  const std::vector<PreparedRound>& rounds() const { return rounds_; }
+  const models::Protocol& protocol() const { return schedule_.protocol; }
+  Seconds launch_latency() const { return schedule_.launch_latency; }
+
+  /// @brief Latency a step pays before its bytes flow: protocol step latency + route latency.
+  Seconds step_latency(const PreparedStep& step) const {
+    return schedule_.protocol.step_latency + step.route->latency;
+  }
+
+  /// @brief Bytes per link and direction over the whole (expanded) schedule, ascending link
+  /// id, links that carried nothing left out. Engine-independent: it is what the schedule moves.
+  std::vector<LinkUsage> link_usage() const;
+
+  /// @brief Where an error in round `round`, step `step` is reported.
+  std::string where(int round, int step) const;
+
+ private:
+  const models::Schedule& schedule_;
+  const platforms::Platform& platform_;
+  std::vector<int> endpoint_vertex_;
+  std::vector<PreparedRound> rounds_;
+};
+
+}  // namespace stepsim::sim

@@ -1,0 +1,56 @@
+#pragma once
+/// @file The thin adapter to SimGrid 3.32 S4U: the only code that includes SimGrid headers.
+///
+/// Contract: a flow-level network of hosts, links and explicit one-way routes, run with
+/// SimGrid's CM02 max-min model with TCP factors, cross-traffic and the TCP window cap off,
+/// so a lone flow of n bytes on a route of bottleneck bandwidth B takes exactly n / B.
+/// Links have no latency here: callers start a flow at the moment its latency has elapsed
+/// (SimGrid would otherwise weight each flow's share by 1 / its route latency, the TCP RTT
+/// unfairness, instead of the plain max-min fair share the cost contract wants).
+/// SimGrid keeps one simulation per process, so construct at most one SimgridNetwork per
+/// process (the event engine runs it in a forked child).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "platforms/units.hpp"
+
+namespace stepsim::sim {
+
+class SimgridNetwork {
+ public:
+  /// @param byte_scale  SimGrid payloads are whole numbers, so bytes and bandwidths are both
+  /// multiplied by this factor (times are unchanged) to keep fractional byte counts exact.
+  explicit SimgridNetwork(double byte_scale);
+  ~SimgridNetwork();
+  SimgridNetwork(const SimgridNetwork&) = delete;
+  SimgridNetwork& operator=(const SimgridNetwork&) = delete;
+
+  int add_host();
+  /// @brief A full-duplex link: each direction has `bandwidth` to itself, max-min shared.
+  int add_duplex_link(BytesPerSecond bandwidth);
+  /// @brief A link that bounds every flow crossing it to `bandwidth` without any sharing
+  /// (SimGrid FATPIPE): a per-flow rate cap.
+  int add_rate_cap(BytesPerSecond bandwidth);
+
+  struct RouteLink {
+    int link = -1;
+    bool forward = true;   ///< ignored for rate caps
+  };
+  /// @brief One-way route from `src` to `dst` (the reverse needs its own call).
+  void add_route(int src_host, int dst_host, const std::vector<RouteLink>& links);
+  /// @brief Freezes the platform; flows may be started afterwards.
+  void seal();
+
+  /// @brief Starts a flow of `bytes` at time `at` (>= now). `tag` comes back on completion.
+  void start_flow(Seconds at, int src_host, int dst_host, Bytes bytes, std::uint64_t tag);
+  /// @brief Runs until no flow is left; `on_finish(tag, now)` may start further flows.
+  void run(const std::function<void(std::uint64_t tag, Seconds now)>& on_finish);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stepsim::sim

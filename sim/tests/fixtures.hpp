@@ -1,0 +1,157 @@
+#pragma once
+// Hand-built platforms and schedules for the engine tests: small enough to price by hand.
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "models/schedule.hpp"
+#include "platforms/platform.hpp"
+#include "sim/engine.hpp"
+
+namespace stepsim::sim::testing {
+
+inline int add_vertex(platforms::NodeTemplate& node, std::string name, platforms::VertexKind kind) {
+  platforms::Vertex v;
+  v.name = std::move(name);
+  v.kind = kind;
+  if (kind == platforms::VertexKind::gpu) {
+    v.local_gpu = static_cast<int>(node.gpus.size());
+    node.gpus.push_back(static_cast<int>(node.vertices.size()));
+  }
+  node.vertices.push_back(v);
+  return static_cast<int>(node.vertices.size()) - 1;
+}
+
+inline void add_link(platforms::NodeTemplate& node, int a, int b, platforms::LinkType type,
+                     BytesPerSecond bandwidth, Seconds latency) {
+  platforms::Link l;
+  l.name = node.vertices[a].name + "-" + node.vertices[b].name;
+  l.type = type;
+  l.a = a;
+  l.b = b;
+  l.bandwidth = bandwidth;
+  l.latency = latency;
+  node.links.push_back(l);
+}
+
+inline platforms::Platform make_platform(platforms::NodeTemplate node) {
+  platforms::GpuModel gpu;
+  gpu.name = "test-gpu";
+  return platforms::Platform("test", gpu, std::move(node), 1, platforms::Fabric{});
+}
+
+/// Two GPUs joined by one NVLink.
+inline platforms::Platform two_gpus(BytesPerSecond bandwidth, Seconds latency) {
+  platforms::NodeTemplate n;
+  add_vertex(n, "gpu0", platforms::VertexKind::gpu);
+  add_vertex(n, "gpu1", platforms::VertexKind::gpu);
+  add_link(n, 0, 1, platforms::LinkType::nvlink, bandwidth, latency);
+  return make_platform(std::move(n));
+}
+
+/// `gpus` GPUs each with one link of `bandwidth` to a single NVSwitch; a GPU-to-GPU route
+/// crosses two links of latency `latency / 2`, so it costs `latency` in all.
+inline platforms::Platform nvswitch_node(int gpus, BytesPerSecond bandwidth, Seconds latency) {
+  platforms::NodeTemplate n;
+  for (int g = 0; g < gpus; ++g) add_vertex(n, "gpu" + std::to_string(g), platforms::VertexKind::gpu);
+  const int sw = add_vertex(n, "nvswitch", platforms::VertexKind::nvswitch);
+  for (int g = 0; g < gpus; ++g) add_link(n, g, sw, platforms::LinkType::nvlink, bandwidth, latency / 2);
+  return make_platform(std::move(n));
+}
+
+/// `gpus` GPUs on a bidirectional NVLink ring: gpu i - gpu i+1, each link `bandwidth`.
+inline platforms::Platform nvlink_ring(int gpus, BytesPerSecond bandwidth, Seconds latency) {
+  platforms::NodeTemplate n;
+  for (int g = 0; g < gpus; ++g) add_vertex(n, "gpu" + std::to_string(g), platforms::VertexKind::gpu);
+  for (int g = 0; g < gpus; ++g) add_link(n, g, (g + 1) % gpus, platforms::LinkType::nvlink, bandwidth, latency);
+  return make_platform(std::move(n));
+}
+
+inline platforms::Allocation first_gpus(int count) {
+  platforms::Allocation a;
+  a.gpus.resize(count);
+  std::iota(a.gpus.begin(), a.gpus.end(), 0);
+  return a;
+}
+
+/// Ring allgather of `bytes` over `ranks` in compact form: one round of n steps (rank i to
+/// rank i+1 on `channel`, in `order` when given), repeated n-1 times.
+inline models::Schedule ring_allgather(int ranks, Bytes bytes, std::vector<int> order = {}) {
+  if (order.empty()) {
+    order.resize(ranks);
+    std::iota(order.begin(), order.end(), 0);
+  }
+  models::Schedule s;
+  s.spec = {models::CollectiveOp::allgather, ranks, bytes, 0};
+  s.algorithm = "test-ring";
+  s.num_blocks = ranks;
+  s.block_bytes = bytes / ranks;
+  models::Round round;
+  for (int i = 0; i < ranks; ++i) {
+    models::Step step;
+    step.src = order[i];
+    step.dst = order[(i + 1) % ranks];
+    step.block = order[i];
+    step.wire_bytes = bytes / ranks;
+    round.steps.push_back(step);
+  }
+  round.repeat = ranks - 1;
+  round.block_shift = ranks - 1;
+  s.rounds.push_back(round);
+  return s;
+}
+
+/// Ring allreduce: a reduce-scatter round then an allgather round, each repeated n-1 times.
+inline models::Schedule ring_allreduce(int ranks, Bytes bytes) {
+  models::Schedule s = ring_allgather(ranks, bytes);
+  s.spec.op = models::CollectiveOp::allreduce;
+  models::Round reduce = s.rounds.front();
+  for (models::Step& step : reduce.steps) step.combine = models::Combine::reduce;
+  s.rounds.insert(s.rounds.begin(), reduce);
+  return s;
+}
+
+/// Direct alltoall: every rank sends its block for every other rank in one round.
+inline models::Schedule direct_alltoall(int ranks, Bytes bytes_per_rank) {
+  models::Schedule s;
+  s.spec = {models::CollectiveOp::alltoall, ranks, bytes_per_rank, 0};
+  s.algorithm = "test-alltoall";
+  s.num_blocks = ranks * ranks;
+  s.block_bytes = bytes_per_rank / ranks;
+  models::Round round;
+  for (int src = 0; src < ranks; ++src)
+    for (int dst = 0; dst < ranks; ++dst) {
+      if (src == dst) continue;
+      models::Step step;
+      step.src = src;
+      step.dst = dst;
+      step.block = src * ranks + dst;
+      step.wire_bytes = s.block_bytes;
+      round.steps.push_back(step);
+    }
+  s.rounds.push_back(round);
+  return s;
+}
+
+/// One transfer of `bytes` from rank 0 to rank 1.
+inline models::Schedule single_transfer(Bytes bytes) {
+  models::Schedule s;
+  s.spec = {models::CollectiveOp::sendrecv, 2, bytes, 0};
+  s.algorithm = "test-transfer";
+  s.num_blocks = 2;
+  s.block_bytes = bytes;
+  models::Step step;
+  step.src = 0;
+  step.dst = 1;
+  step.wire_bytes = bytes;
+  s.rounds.push_back(models::Round{{step}, 1, 0});
+  return s;
+}
+
+inline CollectiveResult run_engine(const std::string& engine, const models::Schedule& schedule,
+                                   const platforms::Platform& platform,
+                                   const platforms::Allocation& allocation) {
+  return make_engine(engine)->run(schedule, Placement{platform, allocation});
+}
+
+}  // namespace stepsim::sim::testing
