@@ -9,6 +9,9 @@
 namespace stepsim::models {
 namespace {
 
+/// 2 GiB of state; beyond that the checker refuses rather than exhausting memory.
+constexpr double kMaxStateWords = 1 << 28;
+
 /// Execution model. Rounds run in order; the steps of one round read the state before the
 /// round and their writes land together (a pairwise exchange in one round is legal, as in
 /// recursive doubling). Several reductions into one cell in one round are legal as long as
@@ -112,12 +115,16 @@ std::optional<std::string> check_structure(const Schedule& s, const CheckOptions
   const bool per_rank = spec.op == CollectiveOp::alltoall || spec.op == CollectiveOp::sendrecv;
   const Bytes expected_total = per_rank ? spec.bytes * n : spec.bytes;
   const Bytes total = s.block_bytes * s.num_blocks;
-  if (std::abs(total - expected_total) > 1e-9 * std::max(1.0, expected_total))
-    return "blocks cover " + std::to_string(total) + " bytes, the op moves " + std::to_string(expected_total);
+  if (std::abs(total - expected_total) > 1e-9 * std::max(1.0, expected_total)) {
+    std::ostringstream text;
+    text << "blocks cover " << total << " bytes (" << s.num_blocks << " x " << s.block_bytes << "), "
+         << to_string(spec.op) << " of " << spec.bytes << " bytes moves " << expected_total;
+    return text.str();
+  }
 
   for (std::size_t r = 0; r < s.rounds.size(); ++r) {
     const Round& round = s.rounds[r];
-    if (round.repeat < 1) return "round " + std::to_string(r) + " has repeat " + std::to_string(round.repeat);
+    if (round.repeat < 0) return "round " + std::to_string(r) + " has repeat " + std::to_string(round.repeat);
     for (std::size_t i = 0; i < round.steps.size(); ++i) {
       const Step& st = round.steps[i];
       const std::string where = "round " + std::to_string(r) + " step " + std::to_string(i) + ": ";
@@ -213,9 +220,14 @@ struct Write {
 
 std::optional<std::string> check_schedule(const Schedule& s, const CheckOptions& options) {
   if (auto bad = check_structure(s, options)) return bad;
+  // The symbolic state is endpoints x cells x rank sets: meant for test-sized schedules.
+  const double words = static_cast<double>(s.endpoints()) * s.num_blocks * s.pieces * ((s.spec.ranks + 63) / 64);
+  if (words > kMaxStateWords)
+    return "schedule too large to check symbolically (" + std::to_string(s.endpoints()) + " endpoints x " +
+           std::to_string(static_cast<std::int64_t>(s.num_blocks) * s.pieces) + " cells)";
   Machine m(s);
   initialise(s, m);
-  const int words = m.words();
+  const int word_count = m.words();
 
   for (std::size_t r = 0; r < s.rounds.size(); ++r) {
     const Round& round = s.rounds[r];
@@ -242,7 +254,7 @@ std::optional<std::string> check_schedule(const Schedule& s, const CheckOptions&
           owner = st.channel;
           const std::uint64_t* held = m.at(st.src, c);
           if (m.empty(held)) return name(i, block, st.piece) + ": " + endpoint_name(s, st.src) + " does not hold it";
-          writes.push_back({st.dst, c, st.combine, std::vector<std::uint64_t>(held, held + words), i, block, st.piece});
+          writes.push_back({st.dst, c, st.combine, std::vector<std::uint64_t>(held, held + word_count), i, block, st.piece});
         }
       }
       // Group the round's writes per destination cell, then apply each group at once.
@@ -262,9 +274,9 @@ std::optional<std::string> check_schedule(const Schedule& s, const CheckOptions&
         if (writes[i].combine == Combine::replace) {
           std::copy(writes[i].data.begin(), writes[i].data.end(), target);
         } else {
-          std::vector<std::uint64_t> sum(target, target + words);
+          std::vector<std::uint64_t> sum(target, target + word_count);
           for (std::size_t k = i; k < j; ++k) {
-            for (int w = 0; w < words; ++w) {
+            for (int w = 0; w < word_count; ++w) {
               const auto word = static_cast<std::size_t>(w);
               if (sum[word] & writes[k].data[word])
                 return name(writes[k].step, writes[k].block, writes[k].piece) +

@@ -40,7 +40,7 @@ int parse_index(std::string_view text, std::string_view item) {
   int value = -1;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0)
-    fail("'" + std::string(item) + "' is not a GPU index or range");
+    fail(std::string("'").append(item).append("' is not a GPU index or range"));
   return value;
 }
 
@@ -68,8 +68,8 @@ Allocation parse_allocation(const std::string& text, const Platform& platform) {
       if (colon == std::string_view::npos) fail("'" + std::string(item) + "' lacks ':' after the node");
       node = parse_index(trim(item.substr(1, colon - 1)), item);
       if (node >= platform.nodes())
-        fail("node " + std::to_string(node) + " is out of range", "the platform has nodes 0-" +
-                                                                     std::to_string(platform.nodes() - 1));
+        fail(std::string("'").append(item).append("': node ").append(std::to_string(node)).append(" is out of range"),
+             "the platform has nodes n0-n" + std::to_string(platform.nodes() - 1) + " (add --nodes N for more)");
       item = trim(item.substr(colon + 1));
     }
     std::size_t dash = item.find('-');

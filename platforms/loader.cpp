@@ -32,8 +32,9 @@ Fabric read_fabric(const YamlReader& reader, const YAML::Node& section, int node
   if (!section && nodes == 1) return fabric;
   const std::string path = "fabric";
   if (section) reader.check_keys(section, path, {"kind", "nic", "nic_bandwidth", "nic_latency", "switch_latency", "sharp"});
-  const YAML::Node none;
-  auto get = [&](const char* key) { return section ? section[key] : none; };
+  // An absent section reads as an empty one (a default YAML::Node is Null, which tests true).
+  const YAML::Node fields = section ? section : YAML::Node(YAML::NodeType::Map);
+  auto get = [&](const char* key) { return fields[key]; };
   fabric.kind = FabricKind::fat_tree;
   if (YAML::Node kind = get("kind"))
     fabric.kind = reader.get_choice(kind, path + ".kind", {"fat-tree", "rail-optimized"}) == "fat-tree"
@@ -125,7 +126,7 @@ Platform load_platform(const std::string& name_or_path, const PlatformOptions& o
     return parse_platform(it->second, name_or_path + ".yaml (preset)", options);
   if (std::filesystem::is_regular_file(name_or_path)) return parse_platform(read_text(name_or_path), name_or_path, options);
   throw ConfigError(name_or_path, "neither a preset nor a readable file",
-                    "use a platform file path or one of the presets: " + join(preset_names()));
+                    "use a platform file path or a preset (`stepsim presets` describes them): " + join(preset_names()));
 }
 
 std::vector<PresetInfo> list_presets() {

@@ -50,9 +50,7 @@ void YamlReader::apply_override(YAML::Node& root, const std::string& assignment,
 }
 
 std::string YamlReader::where(const std::string& path, const YAML::Node& node) const {
-  if (node && !node.Mark().is_null())
-    return origin_ + ": " + path + " (line " + std::to_string(node.Mark().line + 1) + ")";
-  // A node without a line came from an override: name the flag (the path or an enclosing key).
+  // A value set by an override names the flag, even where it replaced a value that has a line.
   for (std::string p = path;;) {
     auto it = overrides_.find(p);
     if (it != overrides_.end()) return origin_ + ": " + path + " (set by " + it->second + ")";
@@ -60,6 +58,8 @@ std::string YamlReader::where(const std::string& path, const YAML::Node& node) c
     if (dot == std::string::npos) break;
     p.resize(dot);
   }
+  if (node && !node.Mark().is_null())
+    return origin_ + ": " + path + " (line " + std::to_string(node.Mark().line + 1) + ")";
   return origin_ + ": " + path;
 }
 

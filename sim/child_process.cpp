@@ -51,9 +51,10 @@ std::string run_in_child(const std::function<std::string()>& work) {
     // First byte: 'R' result follows, 'E' error message follows.
     std::string message;
     try {
-      message = "R" + work();
+      message = work();
+      message.insert(message.begin(), 'R');
     } catch (const std::exception& e) {
-      message = std::string("E") + e.what();
+      message.assign(1, 'E').append(e.what());
     } catch (...) {
       message = "Eunknown exception";
     }

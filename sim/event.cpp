@@ -25,7 +25,8 @@ namespace {
 ///
 /// Cost mapping (equivalent to the analytical formula when nothing is shared): the flow of a
 /// step starts `step_latency + route.latency` after the step is ready and then moves
-/// `wire_bytes` through the route's links. Protocol efficiency scales every link's capacity
+/// `wire_bytes` through the route's links (latency as a delayed start rather than SimGrid
+/// link latency, which would skew max-min shares by 1 / latency; see simgrid_network.hpp). Protocol efficiency scales every link's capacity
 /// (max-min shares scale linearly with capacities, so this equals each step using that
 /// fraction of its share); the per-step cap is a FATPIPE link on every route, which bounds
 /// each flow on its own without making flows share it.
@@ -55,10 +56,12 @@ class EventSimulation {
     int count = 0;               ///< steps of one repetition that send or receive here
     int send_begin = 0, send_end = 0;   ///< this pair's sends: range of rounds_[round].send_order
   };
+  /// The pair's earliest unfinished involvement, `base`, is repetition `rep` of
+  /// involvements[cursor]; later ones may already have finished steps (receives).
   struct PairState {
     std::vector<Involvement> involvements;
-    std::size_t cursor = 0;      ///< involvement entry of `base`
-    int rep = 0;                 ///< repetition of `base` within that entry
+    std::size_t cursor = 0;
+    int rep = 0;
     bool sends_issued = false;   ///< sends of `base` issued
     std::deque<int> done;        ///< finished steps of involvements base, base + 1, ...
   };
@@ -237,7 +240,8 @@ std::vector<Seconds> decode(const std::string& bytes) {
 }  // namespace
 
 CollectiveResult EventEngine::run(const models::Schedule& schedule, const Placement& placement) {
-  // Validation (and its ConfigErrors) happens here in the parent; the child only simulates.
+  // Validation (and its ConfigErrors) and every Platform::route lookup happen here in the
+  // parent; the child only simulates, so it never needs a lock another thread might hold.
   const PreparedSchedule prepared(schedule, placement);
   const std::vector<Seconds> finish =
       decode(run_in_child([&] { return encode(EventSimulation(prepared).run()); }));

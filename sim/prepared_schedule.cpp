@@ -31,8 +31,6 @@ PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Place
                       fmt::format("has {} ranks but the allocation has {} GPUs",
                                   schedule.spec.ranks, placement.allocation.ranks()),
                       "lower the collective for the same allocation it runs on");
-  if (schedule.expanded_step_count() == 0)
-    throw ConfigError(here, "is empty (no steps)", "a collective needs at least 2 ranks and one transfer");
   if (schedule.channels < 1)
     throw ConfigError(here, fmt::format("has {} channels", schedule.channels), "use channels >= 1");
   const models::Protocol& proto = schedule.protocol;
@@ -102,6 +100,8 @@ PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Place
     }
     rounds_.push_back(std::move(prepared));
   }
+  if (schedule.expanded_step_count() == 0)
+    throw ConfigError(here, "is empty (no steps)", "a collective needs at least 2 ranks and one transfer");
 }
 
 std::vector<LinkUsage> PreparedSchedule::link_usage() const {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <fmt/format.h>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 
@@ -49,7 +50,7 @@ struct SimgridNetwork::Impl {
   void completed(const sg4::Activity& activity) {
     const auto slot = reinterpret_cast<std::size_t>(activity.get_data<void>()) - 1;
     if (activity.get_state() != sg4::Activity::State::FINISHED)
-      throw std::runtime_error("SimGrid flow ended in state " + std::string(activity.get_state_str()));
+      throw std::runtime_error(fmt::format("SimGrid flow ended in state {}", activity.get_state_str()));
     const std::uint64_t tag = flows[slot].tag;
     finished.push_back(std::move(flows[slot].comm));
     free_slots.push_back(slot);
@@ -77,14 +78,14 @@ SimgridNetwork::~SimgridNetwork() = default;
 
 int SimgridNetwork::add_host() {
   const int id = static_cast<int>(impl_->hosts.size());
-  impl_->hosts.push_back(impl_->zone->create_host("h" + std::to_string(id), 1e9));
+  impl_->hosts.push_back(impl_->zone->create_host(fmt::format("h{}", id), 1e9));
   return id;
 }
 
 int SimgridNetwork::add_duplex_link(BytesPerSecond bandwidth) {
   const int id = static_cast<int>(impl_->links.size());
   impl_->links.push_back(
-      impl_->zone->create_split_duplex_link("l" + std::to_string(id), bandwidth * impl_->byte_scale)
+      impl_->zone->create_split_duplex_link(fmt::format("l{}", id), bandwidth * impl_->byte_scale)
           ->set_latency(0)
           ->seal());
   impl_->split.push_back(true);
@@ -93,7 +94,7 @@ int SimgridNetwork::add_duplex_link(BytesPerSecond bandwidth) {
 
 int SimgridNetwork::add_rate_cap(BytesPerSecond bandwidth) {
   const int id = static_cast<int>(impl_->links.size());
-  impl_->links.push_back(impl_->zone->create_link("l" + std::to_string(id), bandwidth * impl_->byte_scale)
+  impl_->links.push_back(impl_->zone->create_link(fmt::format("l{}", id), bandwidth * impl_->byte_scale)
                              ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
                              ->set_latency(0)
                              ->seal());

@@ -55,7 +55,7 @@ void append_ring_pass(Schedule& s, const std::vector<std::vector<int>>& rings, c
                       Combine combine, int offset);
 
 /// @brief Appends pipelined chains: chain[0] -> chain[1] -> ... carries every block (a
-/// pipeline chunk) of every channel's piece; link i sends chunk t - i in round t, so chunks
+/// pipeline chunk) of every channel's piece (piece c on channel c); link i sends chunk t - i in round t, so chunks
 /// flow down the chain back to back. Chains run side by side, rounds aligned.
 void append_chains(Schedule& s, const std::vector<std::vector<int>>& chains, Combine combine);
 

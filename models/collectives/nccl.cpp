@@ -1,1 +1,196 @@
-// placeholder: being written
+/// @file `nccl`: NCCL's own choice of algorithm (Ring, Tree, NVLS/NVLSTree, CollNet) and
+/// protocol (LL, LL128, Simple) with its channel count, from NCCL's tuning model
+/// (nccl_tuning.hpp), lowered to a Schedule (nccl_lower.hpp) whose cost on an uncontended
+/// platform equals NCCL's own closed-form estimate `latency + bytes / algbw`:
+///  - per_step_bandwidth_cap is NCCL's per-channel bandwidth for the chosen pair (its
+///    busBw / channels for rings, algBw / channels for the pipelined tree/NVLS/CollNet
+///    layouts, which move every byte once per rank), so the graph's figures, not the
+///    preset's wire rates, bound a channel, while the links still bound the sum;
+///  - efficiency is the protocol's wire efficiency: LL carries 8 B of data per 16 B line
+///    (0.5), LL128 120 B per 128 B line, Simple 1 (NCCL device.h, papers.md §4);
+///  - step_latency is 0 and launch_latency carries NCCL's latency estimate (baseLat + hops x
+///    hwLat) minus the route latencies the engine already charges per round, because NCCL's
+///    pipelined channels overlap per-step latency with data movement.
+/// Options: extra `algo=ring|tree|nvls|nvls_tree|collnet|collnet_chain`, `proto=LL|LL128|
+/// Simple`, `nvls=off` and `channels` force NCCL's choice (NCCL_ALGO / NCCL_PROTO /
+/// NCCL_NVLS_ENABLE / NCCL_MIN/MAX_NCHANNELS).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "models/collectives/lowering.hpp"
+#include "models/collectives/nccl_lower.hpp"
+#include "models/collectives/nccl_topology.hpp"
+#include "models/collectives/nccl_tuning.hpp"
+#include "platforms/config_error.hpp"
+
+namespace stepsim::models {
+namespace {
+
+using nccl::Algo;
+using nccl::Proto;
+
+std::string fmt(const char* format, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, a, b, c, d);
+  return buf;
+}
+
+/// NCCL_NVLS_ENABLE=0 as `nvls=0|off|false` (the stas00 runs compare both settings).
+bool nvls_disabled(const AlgorithmOptions& options) {
+  auto it = options.extra.find("nvls");
+  if (it == options.extra.end()) return false;
+  const std::string& v = it->second;
+  if (v == "0" || v == "off" || v == "false") return true;
+  if (v == "1" || v == "on" || v == "true") return false;
+  throw ConfigError("--algo nccl option 'nvls'", "expected on or off, got '" + v + "'", "write nvls=off or nvls=on");
+}
+
+nccl::Forced forced_choice(const AlgorithmOptions& options) {
+  nccl::Forced f;
+  for (const auto& [key, value] : options.extra) {
+    if (key == "nvls") continue;
+    if (key == "algo") {
+      f.has_algo = true;
+      f.algo = nccl::parse_algo(value);
+    } else if (key == "proto") {
+      f.has_proto = true;
+      f.proto = nccl::parse_proto(value);
+    } else {
+      throw ConfigError("--algo nccl option '" + key + "'", "unknown option", "nccl accepts algo=, proto= and nvls=");
+    }
+  }
+  f.channels = options.channels;
+  return f;
+}
+
+double wire_efficiency(Proto p) {
+  switch (p) {
+    case Proto::ll: return 8.0 / 16.0;        // 8 B data + 8 B flag per 16 B line
+    case Proto::ll128: return 120.0 / 128.0;  // 120 B data + 8 B flag per 128 B line
+    case Proto::simple: return 1.0;
+  }
+  return 1.0;
+}
+
+int endpoint_vertex(const Schedule& s, const CollectiveContext& ctx, int endpoint) {
+  return endpoint < s.spec.ranks ? ctx.gpu_vertex(endpoint)
+                                 : s.switch_vertices.at(static_cast<std::size_t>(endpoint - s.spec.ranks));
+}
+
+/// Route latency the engine charges on the critical path: the slowest route of each round.
+Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx) {
+  Seconds total = 0;
+  for (const Round& round : s.rounds) {
+    Seconds worst = 0;
+    for (const Step& step : round.steps)
+      worst = std::max(worst, ctx.platform
+                                  .route(endpoint_vertex(s, ctx, step.src), endpoint_vertex(s, ctx, step.dst))
+                                  .latency);
+    total += worst * round.repeat;
+  }
+  return total;
+}
+
+/// A typical per-round route latency: one intra-node hop, or one network hop off-node.
+Seconds round_latency(const CollectiveContext& ctx) {
+  Seconds l = 0;
+  const int n = ctx.ranks();
+  for (int r = 1; r < n; ++r) {
+    l = std::max(l, ctx.route(0, r).latency);
+    if (ctx.node_of(r) != ctx.node_of(0)) break;
+  }
+  return l > 0 ? l : 1e-7;
+}
+
+class Nccl : public Algorithm {
+ public:
+  bool supports(const CollectiveSpec& spec, const CollectiveContext&, std::string* why_not) const override {
+    if (spec.ranks < 1) {
+      if (why_not) *why_not = "no ranks";
+      return false;
+    }
+    return true;
+  }
+
+  Schedule lower(const CollectiveSpec& spec, const CollectiveContext& ctx) const override {
+    lowering::require(*this, "nccl", spec, ctx);
+    nccl::NcclSystem sys = nccl::nccl_system(ctx);
+    if (nvls_disabled(ctx.options)) sys.nvls = false;
+    const nccl::Tuning tuning = nccl::nccl_tune(spec.op, spec.bytes, sys, forced_choice(ctx.options));
+    const nccl::Estimate& e = tuning.choice;
+    const int channels = std::max(1, e.channels);
+    const bool p2p = spec.op == CollectiveOp::alltoall || spec.op == CollectiveOp::sendrecv;
+    const bool chain = spec.op == CollectiveOp::broadcast || spec.op == CollectiveOp::reduce;
+
+    // Pipeline chunks: the count that minimises (chunks + depth) x (round latency + chunk
+    // time), i.e. sqrt(depth x bandwidth time / round latency), bounded by lowering's cap
+    // and a 4 KiB minimum piece.
+    const double bw_time = spec.bytes / (e.alg_bw * kGB);
+    const Seconds l = round_latency(ctx);
+    const nccl::ChunkPolicy chunks = [&](int depth) {
+      const double best = std::sqrt(std::max(0, depth - 1) * bw_time / l);
+      const double most = std::min<double>(lowering::kMaxChunks, std::floor(spec.bytes / (channels * 4096.0)));
+      return static_cast<int>(std::clamp(std::round(best), 1.0, std::max(1.0, most)));
+    };
+
+    Schedule s;
+    if (p2p) {
+      s = nccl::lower_p2p(spec, ctx, channels);
+    } else if (e.algo == Algo::ring) {
+      s = chain ? nccl::lower_chain(spec, ctx, channels, chunks) : nccl::lower_ring(spec, ctx, channels);
+    } else if (e.algo == Algo::tree) {
+      s = nccl::lower_tree(spec, ctx, channels, chunks);
+    } else if (e.algo == Algo::nvls || e.algo == Algo::nvls_tree) {
+      s = nccl::lower_nvls(spec, ctx, channels, chunks);
+    } else {
+      s = nccl::lower_collnet(spec, ctx, channels, chunks, e.algo == Algo::collnet_chain);
+    }
+    s.algorithm = std::string("nccl:") + (p2p ? "p2p" : nccl::to_string(e.algo)) + "/" + nccl::to_string(e.proto);
+
+    // Per-channel cap (bytes/s). Rings: a channel's link carries busBw / channels (each
+    // rank sends one block per step). Pipelined layouts: each rank moves the whole buffer
+    // once per direction at algBw. p2p alltoall: the rank's n-1 peers share its channels.
+    const int n = spec.ranks;
+    double per_channel = e.alg_bw / channels;
+    if (e.algo == Algo::ring && !p2p) {
+      const double nsteps = spec.op == CollectiveOp::allreduce ? 2.0 * (n - 1)
+                            : (spec.op == CollectiveOp::allgather || spec.op == CollectiveOp::reduce_scatter) ? n - 1.0
+                                                                                                             : n;
+      if (!chain) per_channel = e.alg_bw * nsteps / n / channels;
+    }
+    if (spec.op == CollectiveOp::alltoall && n > 1) per_channel = e.alg_bw * (n - 1.0) / n / channels / (n - 1);
+    s.protocol.name = nccl::to_string(e.proto);
+    s.protocol.efficiency = wire_efficiency(e.proto);
+    s.protocol.step_latency = 0;
+    s.protocol.per_step_bandwidth_cap = per_channel * kGB;
+    s.launch_latency = std::max(0.0, e.latency_us * 1e-6 - inherent_latency(s, ctx));
+
+    s.notes.push_back(std::string("nccl choice: ") + s.algorithm + ", " + std::to_string(channels) + " channels");
+    s.notes.push_back(fmt("nccl estimate: latency %.2f us, algbw %.2f GB/s, busbw-model %.2f GB/s, time %.2f us",
+                          e.latency_us, e.alg_bw, e.bus_bw, e.time_us));
+    s.notes.push_back(fmt("nccl graphs: ring %.0f x %.1f GB/s, tree %.0f x %.1f GB/s", tuning.graphs.ring.channels,
+                          tuning.graphs.ring.bw_intra, tuning.graphs.tree.channels, tuning.graphs.tree.bw_intra) +
+                      fmt(", nvls %.0f x %.1f GB/s", tuning.graphs.nvls.channels, tuning.graphs.nvls.bw_intra));
+    s.notes.push_back(fmt("nccl system: sm%.0f, %.0f node(s) x %.0f ranks, intra %.1f GB/s/GPU", sys.sm, sys.nodes,
+                          sys.ppn, sys.intra_bw) +
+                      std::string(sys.intra == nccl::IntraPath::nvlink ? " NVLink" : " PCIe") +
+                      (sys.nvswitch ? " (NVSwitch)" : "") + (sys.nvls ? ", NVLS" : "") +
+                      (sys.collnet ? ", CollNet" : "") +
+                      (sys.nodes > 1 ? fmt(", %.0f NIC(s) x %.1f GB/s", sys.nics_per_node, sys.nic_bw) : ""));
+    std::string others = "nccl alternatives (us):";
+    for (const nccl::Estimate& alt : tuning.estimates)
+      if (alt.enabled)
+        others += std::string(" ") + nccl::to_string(alt.algo) + "/" + nccl::to_string(alt.proto) +
+                  fmt("=%.1f", alt.time_us);
+    s.notes.push_back(others);
+    return s;
+  }
+};
+
+}  // namespace
+
+STEPSIM_REGISTER_ALGORITHM(Nccl, "nccl",
+                           "NCCL's choice (ring/tree/NVLS/CollNet x LL/LL128/Simple, channels) from its tuning model")
+
+}  // namespace stepsim::models

@@ -276,7 +276,7 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
   // Bandwidth (tuning.cc ncclTopoTuneModel "Various model refinements").
   double bw = (nodes <= 2 || collnet) ? g.bw_intra : g.bw_inter;
   if (nvls) {
-    const int nv = std::min(row, 3) >= 3 ? 1 : 0;
+    const int nv = row >= 3 ? 1 : 0;   // Hopper row 0, Blackwell row 1
     const double factor = op == CollectiveOp::allreduce ? 2.0 : (ppn - 1) / ppn;
     bw = std::min(g.bw_intra * kNvlsEfficiency[nv] * (nch - 1) / nch * factor,
                   g.bw_inter * (a == Algo::nvls_tree && nodes <= 2 ? 2.0 : 1.0));

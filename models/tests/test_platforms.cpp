@@ -1,6 +1,6 @@
 #include "models/tests/test_platforms.hpp"
 
-namespace stepsim::models::testing {
+namespace stepsim::models::test_support {
 namespace {
 
 using platforms::Link;
@@ -63,8 +63,8 @@ platforms::Platform crossed_node() {
   return platforms::Platform("crossed", {}, node, 1, {});
 }
 
-Setup whole(int nodes, int gpus) {
-  Setup s;
+Job whole(int nodes, int gpus) {
+  Job s;
   s.platform = std::make_unique<platforms::Platform>(switch_platform(nodes, gpus));
   for (int g = 0; g < nodes * gpus; ++g) s.allocation.gpus.push_back(g);
   return s;
@@ -78,4 +78,4 @@ std::optional<std::string> lower_and_check(const std::string& algo, const Collec
   return verdict;
 }
 
-}  // namespace stepsim::models::testing
+}  // namespace stepsim::models::test_support

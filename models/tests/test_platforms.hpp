@@ -7,7 +7,7 @@
 #include "models/algorithm.hpp"
 #include "models/checker.hpp"
 
-namespace stepsim::models::testing {
+namespace stepsim::models::test_support {
 
 /// @brief `nodes` servers of `gpus` GPUs, every GPU on one NVSwitch (450 GB/s) and on its
 /// own NIC (50 GB/s) into a fat tree, like a DGX H100.
@@ -18,7 +18,7 @@ platforms::Platform switch_platform(int nodes, int gpus);
 platforms::Platform crossed_node();
 
 /// @brief A platform, an allocation and the context algorithms lower against.
-struct Setup {
+struct Job {
   std::unique_ptr<platforms::Platform> platform;
   platforms::Allocation allocation;
   AlgorithmOptions options;
@@ -26,10 +26,10 @@ struct Setup {
 };
 
 /// @brief All GPUs of switch_platform(nodes, gpus), in GPU order.
-Setup whole(int nodes, int gpus);
+Job whole(int nodes, int gpus);
 
 /// @brief Lowers `algo` and returns the checker's verdict (empty = correct).
 std::optional<std::string> lower_and_check(const std::string& algo, const CollectiveSpec& spec,
                                            const CollectiveContext& ctx, Schedule* out = nullptr);
 
-}  // namespace stepsim::models::testing
+}  // namespace stepsim::models::test_support

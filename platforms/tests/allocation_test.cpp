@@ -12,9 +12,11 @@ Platform two_nodes() {
   Vertex sw{"sw", VertexKind::pcie_switch};
   n.vertices.push_back(sw);
   for (int i = 0; i < 4; ++i) {
-    n.vertices.push_back({"gpu" + std::to_string(i), VertexKind::gpu, i});
+    std::string name = "gpu";  // appended, not `"gpu" + ...`: GCC 12 warns falsely on that form
+    name += std::to_string(i);
+    n.vertices.push_back({name, VertexKind::gpu, i});
     n.gpus.push_back(i + 1);
-    n.links.push_back({"l" + std::to_string(i), LinkType::pcie, 0, i + 1, 12e9, 1e-6});
+    n.links.push_back({name + "-sw", LinkType::pcie, 0, i + 1, 12e9, 1e-6});
   }
   n.vertices.push_back({"nic0", VertexKind::nic});
   n.nics.push_back(5);

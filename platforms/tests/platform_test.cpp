@@ -1,6 +1,8 @@
 // Routing and indexing of hand-built platforms (no YAML involved).
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "platforms/config_error.hpp"
 #include "platforms/platform.hpp"
 
@@ -237,6 +239,21 @@ TEST(PlatformRouting, SixteenThousandGpuRingIsCheapAndConsistent) {
   const Route& r = p.route(p.gpu_vertex(7), p.gpu_vertex(8));
   expect_consistent(p, p.gpu_vertex(7), p.gpu_vertex(8), r);
   EXPECT_EQ(r.hops.size(), 6u);
+}
+
+TEST(PlatformRouting, ConcurrentQueriesAgree) {
+  // route() is const and caches: concurrent callers must all see the same, complete routes.
+  Platform p("t", {}, small_node(), 64, fat_tree());
+  const int n = p.gpu_count();
+  std::vector<std::vector<std::size_t>> hops(4, std::vector<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int g = 0; g < n; ++g) hops[t][g] = p.route(p.gpu_vertex(g), p.gpu_vertex((g + 5) % n)).hops.size();
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 1; t < 4; ++t) EXPECT_EQ(hops[t], hops[0]);
+  EXPECT_EQ(hops[0][0], 6u);  // GPU 0 -> GPU 5 (node 1): gpu-sw-nic-fabric-nic-sw-gpu
 }
 
 }  // namespace

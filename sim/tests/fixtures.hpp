@@ -59,12 +59,44 @@ inline platforms::Platform nvswitch_node(int gpus, BytesPerSecond bandwidth, Sec
   return make_platform(std::move(n));
 }
 
-/// `gpus` GPUs on a bidirectional NVLink ring: gpu i - gpu i+1, each link `bandwidth`.
-inline platforms::Platform nvlink_ring(int gpus, BytesPerSecond bandwidth, Seconds latency) {
+/// `gpus` GPUs on a bidirectional NVLink ring, link i joining gpu i and gpu i+1 with
+/// `bandwidth(i)` and `latency(i)`. Every GPU also hangs off a 1 GB/s PCIe switch (the platform
+/// wants all GPU pairs connected); it is narrower than any NVLink, so neighbours use NVLink.
+template <class Bandwidth, class Latency>
+platforms::Platform nvlink_ring(int gpus, Bandwidth bandwidth, Latency latency) {
   platforms::NodeTemplate n;
   for (int g = 0; g < gpus; ++g) add_vertex(n, "gpu" + std::to_string(g), platforms::VertexKind::gpu);
-  for (int g = 0; g < gpus; ++g) add_link(n, g, (g + 1) % gpus, platforms::LinkType::nvlink, bandwidth, latency);
+  for (int g = 0; g < gpus; ++g)
+    add_link(n, g, (g + 1) % gpus, platforms::LinkType::nvlink, bandwidth(g), latency(g));
+  const int sw = add_vertex(n, "pcie_sw", platforms::VertexKind::pcie_switch);
+  for (int g = 0; g < gpus; ++g) add_link(n, g, sw, platforms::LinkType::pcie, 1e9, 1e-6);
   return make_platform(std::move(n));
+}
+
+inline platforms::Platform nvlink_ring(int gpus, BytesPerSecond bandwidth, Seconds latency) {
+  return nvlink_ring(gpus, [=](int) { return bandwidth; }, [=](int) { return latency; });
+}
+
+/// `nodes` servers of `gpus_per_node` GPUs on an NVSwitch (`bandwidth`, route `latency`), one
+/// NIC per node on the NVSwitch, joined by a fat tree.
+inline platforms::Platform nvswitch_cluster(int nodes, int gpus_per_node, BytesPerSecond bandwidth,
+                                           Seconds latency, BytesPerSecond nic_bandwidth) {
+  platforms::NodeTemplate n;
+  for (int g = 0; g < gpus_per_node; ++g) add_vertex(n, "gpu" + std::to_string(g), platforms::VertexKind::gpu);
+  const int sw = add_vertex(n, "nvswitch", platforms::VertexKind::nvswitch);
+  for (int g = 0; g < gpus_per_node; ++g)
+    add_link(n, g, sw, platforms::LinkType::nvlink, bandwidth, latency / 2);
+  const int nic = add_vertex(n, "nic0", platforms::VertexKind::nic);
+  n.nics.push_back(nic);
+  add_link(n, sw, nic, platforms::LinkType::pcie, 2 * nic_bandwidth, 1e-6);
+  platforms::Fabric fabric;
+  fabric.kind = platforms::FabricKind::fat_tree;
+  fabric.nic_bandwidth = nic_bandwidth;
+  fabric.nic_latency = 2e-6;
+  fabric.switch_latency = 0.5e-6;
+  platforms::GpuModel gpu;
+  gpu.name = "test-gpu";
+  return platforms::Platform("test-cluster", gpu, std::move(n), nodes, fabric);
 }
 
 inline platforms::Allocation first_gpus(int count) {

@@ -12,8 +12,6 @@
 namespace stepsim::cli_test {
 namespace {
 
-std::string g_binary;
-std::string g_fixtures;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -35,7 +33,7 @@ RunResult run_stepsim(const std::vector<std::string>& args) {
   char err_path[] = "/tmp/stepsim-cli-err-XXXXXX";
   close(mkstemp(out_path));
   close(mkstemp(err_path));
-  std::string command = quote(g_binary);
+  std::string command = quote(STEPSIM_BINARY);
   for (const std::string& a : args) command += " " + quote(a);
   command += " >" + std::string(out_path) + " 2>" + err_path + " </dev/null";
   const int status = std::system(command.c_str());
@@ -48,17 +46,7 @@ RunResult run_stepsim(const std::vector<std::string>& args) {
   return r;
 }
 
-std::string fixture(const std::string& name) { return g_fixtures + "/" + name; }
+std::string fixture(const std::string& name) { return std::string(STEPSIM_FIXTURES) + "/" + name; }
 
 }  // namespace stepsim::cli_test
 
-int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: %s STEPSIM_BINARY FIXTURE_DIR\n", argv[0]);
-    return 2;
-  }
-  stepsim::cli_test::g_binary = argv[1];
-  stepsim::cli_test::g_fixtures = argv[2];
-  return RUN_ALL_TESTS();
-}

@@ -1,0 +1,131 @@
+// Bad platform input: every case must be a ConfigError naming the file, the key path and the
+// line (or the flag that set the value), never a crash or a silent default.
+#include <gtest/gtest.h>
+
+#include "platforms/config_error.hpp"
+#include "platforms/loader.hpp"
+
+namespace stepsim::platforms {
+namespace {
+
+// A valid two-GPU platform; cases replace one line of it.
+const std::string kGood = R"(version: 1
+name: tiny
+gpu: {model: V100-SXM2}
+node:
+  vertices:
+    - {name: "gpu[0-1]", kind: gpu}
+    - {name: sw, kind: pcie_switch}
+    - {name: nic0, kind: nic}
+  links:
+    - {between: [gpu0, gpu1], type: nvlink, lanes: 2, latency: 0.6us}
+    - {between: ["gpu[0-1]", sw], type: pcie, bandwidth: 15.75GBps, latency: 0.5us}
+    - {between: [nic0, sw], type: pcie, bandwidth: 15.75GBps, latency: 0.5us}
+)";
+
+std::string replace_line(int line, const std::string& text) {  // 1-based
+  std::string out;
+  std::size_t start = 0;
+  for (int n = 1; start <= kGood.size(); ++n) {
+    std::size_t end = kGood.find('\n', start);
+    if (end == std::string::npos) break;
+    out += (n == line ? text : kGood.substr(start, end - start)) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string substitute(std::string text, const std::string& from, const std::string& to) {
+  std::size_t at = text.find(from);
+  if (at == std::string::npos) throw std::logic_error("test fixture lacks '" + from + "'");
+  return text.replace(at, from.size(), to);
+}
+
+struct Case {
+  const char* label;
+  std::string yaml;
+  std::vector<std::string> overrides;
+  std::vector<std::string> expected;  ///< substrings of the message
+};
+
+std::vector<Case> cases() {
+  return {
+      {"malformed YAML", replace_line(6, "    - {name: gpu0, kind: gpu"), {}, {"bad.yaml (line 8)", "malformed YAML", "fix the YAML syntax"}},
+      {"unknown top-level key", replace_line(2, "nmae: tiny"), {}, {"bad.yaml: nmae (line 2)", "unknown key 'nmae'", "allowed keys here: version, name"}},
+      {"unknown node key", replace_line(4, "node:\n  vertexes: []"), {}, {"bad.yaml: node.vertexes (line 5)", "allowed keys here: vertices, links, nvswitch"}},
+      {"unknown link key", replace_line(10, "    - {between: [gpu0, gpu1], type: nvlink, speed: 2, latency: 0.6us}"), {},
+       {"bad.yaml: node.links[0].speed (line 10)", "unknown key 'speed'", "between, type, bandwidth"}},
+      {"unknown gpu key", replace_line(3, "gpu: {model: V100-SXM2, colour: green}"), {}, {"bad.yaml: gpu.colour (line 3)", "allowed keys"}},
+      {"zero bandwidth", replace_line(11, "    - {between: [\"gpu[0-1]\", sw], type: pcie, bandwidth: 0GBps, latency: 0.5us}"), {},
+       {"bad.yaml: node.links[1].bandwidth (line 11)", "must be > 0"}},
+      {"negative bandwidth", replace_line(12, "    - {between: [nic0, sw], type: pcie, bandwidth: -5GBps, latency: 0.5us}"), {},
+       {"bad.yaml: node.links[2].bandwidth (line 12)", "not a valid bandwidth"}},
+      {"bad unit", replace_line(10, "    - {between: [gpu0, gpu1], type: nvlink, latency: 0.6 parsecs}"), {},
+       {"bad.yaml: node.links[0].latency (line 10)", "not a valid duration", "0.7us"}},
+      {"unknown link type", replace_line(10, "    - {between: [gpu0, gpu1], type: infiniband, latency: 0.6us}"), {},
+       {"bad.yaml: node.links[0].type (line 10)", "unknown value 'infiniband'", "nvlink, pcie, inter_socket, network"}},
+      {"missing bandwidth on pcie", replace_line(12, "    - {between: [nic0, sw], type: pcie, latency: 0.5us}"), {},
+       {"bad.yaml: node.links[2].bandwidth (line 12)", "missing required key 'bandwidth'"}},
+      {"unknown GPU model", replace_line(3, "gpu: {model: V100-SXM9}"), {}, {"bad.yaml: gpu.model (line 3)", "unknown GPU model 'V100-SXM9'", "H100-SXM5-80GB"}},
+      {"link to unknown vertex", replace_line(12, "    - {between: [nic1, sw], type: pcie, bandwidth: 15.75GBps, latency: 0.5us}"), {},
+       {"bad.yaml: node.links[2].between[0] (line 12)", "unknown vertex 'nic1'", "known: gpu0, gpu1, sw, nic0"}},
+      {"disconnected topology", replace_line(11, "    - {between: [gpu0, sw], type: pcie, bandwidth: 15.75GBps, latency: 0.5us}") , {"nodes=2"},
+       {"bad.yaml: node.links (line 10)", "no route from gpu1 to any NIC"}},
+      {"disconnected GPUs", substitute(replace_line(11, "    - {between: [gpu0, sw], type: pcie, bandwidth: 15.75GBps, latency: 0.5us}"),
+                                           "[gpu0, gpu1], type: nvlink", "[gpu0, sw], type: nvlink"), {},
+       {"bad.yaml: node.links (line 10)", "no route from gpu0 to gpu1", "GPUs do not forward"}},
+      {"missing version", replace_line(1, "# no version"), {}, {"bad.yaml: version (line 2)", "missing required key 'version'", "add `version: ...`"}},
+      {"wrong version", replace_line(1, "version: 2"), {}, {"bad.yaml: version (line 1)", "unsupported version 2", "write version: 1"}},
+      {"bad -p override syntax", kGood, {"gpu.model"}, {"-p gpu.model", "not a KEY=VALUE assignment"}},
+      {"-p unknown key", kGood, {"gpu.colour=red"}, {"bad.yaml: gpu.colour (set by -p gpu.colour=red)", "allowed keys"}},
+      {"-p unknown GPU", kGood, {"gpu.model=TPUv5"}, {"bad.yaml: gpu.model (set by -p gpu.model=TPUv5)", "unknown GPU model"}},
+      {"nodes=0", kGood, {"nodes=0"}, {"bad.yaml: nodes (set by -p nodes=0)", "must be >= 1"}},
+      {"bad fabric kind", kGood, {"nodes=2", "fabric.kind=torus"}, {"bad.yaml: fabric.kind (set by -p fabric.kind=torus)", "fat-tree, rail-optimized"}},
+      {"-p into a value", kGood, {"version.x=1"}, {"-p version.x=1", "not a section"}},
+      {"duplicate vertex", replace_line(7, "    - {name: gpu1, kind: pcie_switch}"), {}, {"bad.yaml: node.vertices[1].name (line 7)", "duplicate vertex name 'gpu1'"}},
+      {"bad range", replace_line(6, "    - {name: \"gpu[1-0]\", kind: gpu}"), {}, {"bad.yaml: node.vertices[0].name (line 6)", "empty or negative"}},
+      {"not a map", "- just\n- a list\n", {}, {"bad.yaml: (document) (line 1)", "expected a platform description"}},
+      {"multi-node without NIC", substitute(replace_line(8, "    - {name: cpu0, kind: cpu}"), "[nic0, sw]", "[cpu0, sw]"), {"nodes=2"},
+       {"bad.yaml: node.vertices (line 6)", "2 nodes need NICs"}},
+  };
+}
+
+TEST(LoaderErrors, Catalogue) {
+  int errors = 0;
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.label);
+    PlatformOptions options;
+    options.overrides = c.overrides;
+    try {
+      parse_platform(c.yaml, "bad.yaml", options);
+      ADD_FAILURE() << "no error";
+    } catch (const ConfigError& e) {
+      ++errors;
+      for (const std::string& part : c.expected)
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
+    }
+  }
+  EXPECT_GE(errors, 12);
+}
+
+TEST(LoaderErrors, GoodBaseLoads) {
+  Platform p = parse_platform(kGood, "good.yaml");
+  EXPECT_EQ(p.gpu_count(), 2);
+  EXPECT_EQ(p.source, "good.yaml");
+  EXPECT_DOUBLE_EQ(p.route(p.gpu_vertex(0), p.gpu_vertex(1)).bandwidth, 50e9);
+}
+
+TEST(LoaderErrors, CliOptionsAreNamed) {
+  PlatformOptions options;
+  options.nodes = 2;
+  options.fabric = "mesh";
+  try {
+    parse_platform(kGood, "bad.yaml", options);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("fabric.kind (set by --fabric mesh)"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace stepsim::platforms

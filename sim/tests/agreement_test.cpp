@@ -1,0 +1,71 @@
+// Where no link is shared by steps in flight at the same time, the analytical and event
+// engines must agree (design.md: "agree exactly where no contention exists"; we ask 0.1 %).
+#include <gtest/gtest.h>
+
+#include "sim/tests/fixtures.hpp"
+
+namespace stepsim::sim::testing {
+namespace {
+
+void expect_agreement(const models::Schedule& schedule, const platforms::Platform& platform) {
+  const auto allocation = first_gpus(schedule.spec.ranks);
+  const auto analytical = run_engine("analytical", schedule, platform, allocation);
+  const auto event = run_engine("event", schedule, platform, allocation);
+  EXPECT_NEAR(event.time, analytical.time, 1e-6 * analytical.time) << schedule.algorithm;
+  ASSERT_EQ(event.rank_finish.size(), analytical.rank_finish.size());
+  for (std::size_t r = 0; r < event.rank_finish.size(); ++r)
+    EXPECT_NEAR(event.rank_finish[r], analytical.rank_finish[r], 1e-6 * analytical.time) << "rank " << r;
+  ASSERT_EQ(event.link_usage.size(), analytical.link_usage.size());
+  for (std::size_t i = 0; i < event.link_usage.size(); ++i) {
+    EXPECT_EQ(event.link_usage[i].link, analytical.link_usage[i].link);
+    EXPECT_EQ(event.link_usage[i].bytes_forward, analytical.link_usage[i].bytes_forward);
+    EXPECT_EQ(event.link_usage[i].bytes_backward, analytical.link_usage[i].bytes_backward);
+  }
+}
+
+TEST(Agreement, RingAllgatherOnNvswitch) {
+  expect_agreement(ring_allgather(8, 1024.0 * 1024 * 1024), nvswitch_node(8, 450e9, 2e-6));
+}
+
+TEST(Agreement, RingAllreduceSmallMessage) {
+  auto schedule = ring_allreduce(16, 64 * 1024);
+  schedule.protocol.step_latency = 0.6e-6;
+  schedule.launch_latency = 4e-6;
+  expect_agreement(schedule, nvswitch_node(16, 200e9, 1e-6));
+}
+
+TEST(Agreement, DirectAlltoallSharesUplinksTheSameWay) {
+  expect_agreement(direct_alltoall(8, 512e6), nvswitch_node(8, 400e9, 1e-6));
+}
+
+TEST(Agreement, TwoChannelBidirectionalRingUsesDistinctLinks) {
+  // Channel 0 goes clockwise, channel 1 counter-clockwise: full duplex keeps them apart.
+  const int n = 8;
+  const double size = 256e6;
+  models::Schedule schedule = ring_allgather(n, size / 2);
+  schedule.spec.bytes = size;
+  schedule.channels = 2;
+  std::vector<int> reversed(n);
+  for (int i = 0; i < n; ++i) reversed[i] = n - 1 - i;
+  const models::Schedule counter_clockwise = ring_allgather(n, size / 2, reversed);
+  for (models::Step step : counter_clockwise.rounds[0].steps) {
+    step.channel = 1;
+    schedule.rounds[0].steps.push_back(step);
+  }
+  expect_agreement(schedule, nvlink_ring(n, 50e9, 0.8e-6));
+}
+
+TEST(Agreement, HeterogeneousRingWithStragglerLink) {
+  const int n = 24;
+  const auto platform = nvlink_ring(
+      n, [](int g) { return g == 5 ? 12e9 : 100e9 + 3e9 * g; }, [](int g) { return (1 + g % 3) * 0.5e-6; });
+  expect_agreement(ring_allreduce(n, 96e6), platform);
+}
+
+TEST(Agreement, RingAcrossNodesOfAFatTree) {
+  // 4 nodes of 4 GPUs: every fourth step leaves through the node's NIC.
+  expect_agreement(ring_allreduce(16, 512e6), nvswitch_cluster(4, 4, 450e9, 2e-6, 50e9));
+}
+
+}  // namespace
+}  // namespace stepsim::sim::testing
