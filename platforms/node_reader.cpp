@@ -74,10 +74,12 @@ class NodeBuilder {
     for (std::size_t i = 0; i < list.size(); ++i) {
       const YAML::Node entry = list[i];
       const std::string path = "node.links[" + std::to_string(i) + "]";
-      reader_.check_keys(entry, path, {"between", "type", "bandwidth", "latency", "lanes", "name"});
+      reader_.check_keys(entry, path, {"between", "type", "bandwidth", "latency", "lanes", "name", "duplex"});
       Link proto;
       const std::string type = reader_.get_choice(reader_.require(entry, path, "type"), path + ".type", kLinkTypes);
       proto.type = static_cast<LinkType>(std::find(kLinkTypes.begin(), kLinkTypes.end(), type) - kLinkTypes.begin());
+      if (entry["duplex"])
+        proto.half_duplex = reader_.get_choice(entry["duplex"], path + ".duplex", {"full", "half"}) == "half";
       if (entry["lanes"]) proto.lanes = reader_.get_int(entry["lanes"], path + ".lanes", 1);
       proto.latency = reader_.get_duration(reader_.require(entry, path, "latency"), path + ".latency");
       if (entry["bandwidth"]) {

@@ -69,6 +69,9 @@ struct Link {
   BytesPerSecond bandwidth = 0;  ///< per direction, all parallel lanes together
   Seconds latency = 0;
   int lanes = 1;               ///< parallel physical links bundled here (NV2 pair = 2)
+  /// Both directions share one capacity: a resource that is not a full-duplex wire, such as
+  /// copies staged through host memory when GPU peer-to-peer is off.
+  bool half_duplex = false;
 };
 
 /// @brief One server: GPUs, switches, CPUs, NICs and their links, node-local indices.

@@ -17,8 +17,12 @@ constexpr double kUniformTolerance = 1e-13;
 /// directed link's bandwidth is split evenly among the round's steps that cross it.
 std::vector<Seconds> step_durations(const PreparedSchedule& prepared, const PreparedRound& round,
                                     const std::vector<BytesPerSecond>& link_bandwidth,
+                                    const std::vector<char>& half_duplex,
                                     std::vector<int>& crossing) {
-  auto slot = [](const platforms::Hop& hop) { return 2 * hop.link + (hop.forward ? 0 : 1); };
+  // A half-duplex link has one capacity for both directions, so both count in one slot.
+  auto slot = [&](const platforms::Hop& hop) {
+    return 2 * hop.link + (hop.forward || half_duplex[hop.link] ? 0 : 1);
+  };
   for (const PreparedStep& step : round.steps)
     for (const platforms::Hop& hop : step.route->hops) ++crossing[slot(hop)];
 
@@ -98,14 +102,19 @@ CollectiveResult AnalyticalEngine::run(const models::Schedule& schedule, const P
   const platforms::Platform& platform = placement.platform;
 
   std::vector<BytesPerSecond> link_bandwidth(platform.link_count());
-  for (int id = 0; id < platform.link_count(); ++id) link_bandwidth[id] = platform.link(id).bandwidth;
+  std::vector<char> half_duplex(platform.link_count());
+  for (int id = 0; id < platform.link_count(); ++id) {
+    const platforms::Link link = platform.link(id);
+    link_bandwidth[id] = link.bandwidth;
+    half_duplex[id] = link.half_duplex;
+  }
   std::vector<int> crossing(2 * link_bandwidth.size(), 0);
   std::vector<char> seen(prepared.pairs(), 0);
 
   std::vector<Seconds> ready(prepared.pairs(), prepared.launch_latency());
   for (const PreparedRound& round : prepared.rounds()) {
     if (round.steps.empty()) continue;
-    run_round(round, step_durations(prepared, round, link_bandwidth, crossing),
+    run_round(round, step_durations(prepared, round, link_bandwidth, half_duplex, crossing),
               involved_pairs(round, seen), ready);
   }
 

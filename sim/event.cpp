@@ -99,7 +99,11 @@ class EventSimulation {
         std::vector<SimgridNetwork::RouteLink> links;
         for (const platforms::Hop& hop : step.route->hops) {
           int& link = link_of[hop.link];
-          if (link < 0) link = network_.add_duplex_link(proto.efficiency * platform.link(hop.link).bandwidth);
+          if (link < 0) {
+            const platforms::Link& physical = platform.link(hop.link);
+            link = physical.half_duplex ? network_.add_shared_link(proto.efficiency * physical.bandwidth)
+                                        : network_.add_duplex_link(proto.efficiency * physical.bandwidth);
+          }
           links.push_back({link, hop.forward});
         }
         if (cap >= 0) links.push_back({cap, true});

@@ -92,6 +92,16 @@ int SimgridNetwork::add_duplex_link(BytesPerSecond bandwidth) {
   return id;
 }
 
+int SimgridNetwork::add_shared_link(BytesPerSecond bandwidth) {
+  const int id = static_cast<int>(impl_->links.size());
+  impl_->links.push_back(impl_->zone->create_link(fmt::format("l{}", id), bandwidth * impl_->byte_scale)
+                             ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
+                             ->set_latency(0)
+                             ->seal());
+  impl_->split.push_back(false);
+  return id;
+}
+
 int SimgridNetwork::add_rate_cap(BytesPerSecond bandwidth) {
   const int id = static_cast<int>(impl_->links.size());
   impl_->links.push_back(impl_->zone->create_link(fmt::format("l{}", id), bandwidth * impl_->byte_scale)

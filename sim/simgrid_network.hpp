@@ -33,6 +33,8 @@ class SimgridNetwork {
   /// @brief A link that bounds every flow crossing it to `bandwidth` without any sharing
   /// (SimGrid FATPIPE): a per-flow rate cap.
   int add_rate_cap(BytesPerSecond bandwidth);
+  /// @brief A link whose two directions share one capacity (platforms::Link::half_duplex).
+  int add_shared_link(BytesPerSecond bandwidth);
 
   struct RouteLink {
     int link = -1;

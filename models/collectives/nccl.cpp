@@ -10,7 +10,10 @@
 ///    (0.5), LL128 120 B per 128 B line, Simple 1 (NCCL device.h, papers.md §4);
 ///  - step_latency is 0 and launch_latency carries NCCL's latency estimate (baseLat + hops x
 ///    hwLat) minus the route latencies the engine already charges per round, because NCCL's
-///    pipelined channels overlap per-step latency with data movement.
+///    pipelined channels overlap per-step latency with data movement;
+///  - channels are the ones NCCL launches (enqueue.cc topoGetAlgoInfo: fewer for small
+///    messages, NVLS's own count) and pipelined layouts get one chunk per NCCL loop
+///    (calcCollChunking), so a message of a few loops pays the pipeline fill.
 /// Options: extra `algo=ring|tree|nvls|nvls_tree|collnet|collnet_chain`, `proto=LL|LL128|
 /// Simple`, `nvls=off` and `channels` force NCCL's choice (NCCL_ALGO / NCCL_PROTO /
 /// NCCL_NVLS_ENABLE / NCCL_MIN/MAX_NCHANNELS).
@@ -92,17 +95,6 @@ Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx) {
   return total;
 }
 
-/// A typical per-round route latency: one intra-node hop, or one network hop off-node.
-Seconds round_latency(const CollectiveContext& ctx) {
-  Seconds l = 0;
-  const int n = ctx.ranks();
-  for (int r = 1; r < n; ++r) {
-    l = std::max(l, ctx.route(0, r).latency);
-    if (ctx.node_of(r) != ctx.node_of(0)) break;
-  }
-  return l > 0 ? l : 1e-7;
-}
-
 class Nccl : public Algorithm {
  public:
   bool supports(const CollectiveSpec& spec, const CollectiveContext&, std::string* why_not) const override {
@@ -119,20 +111,18 @@ class Nccl : public Algorithm {
     if (nvls_disabled(ctx.options)) sys.nvls = false;
     const nccl::Tuning tuning = nccl::nccl_tune(spec.op, spec.bytes, sys, forced_choice(ctx.options));
     const nccl::Estimate& e = tuning.choice;
-    const int channels = std::max(1, e.channels);
+    const int graph_channels = std::max(1, e.channels);
     const bool p2p = spec.op == CollectiveOp::alltoall || spec.op == CollectiveOp::sendrecv;
     const bool chain = spec.op == CollectiveOp::broadcast || spec.op == CollectiveOp::reduce;
+    // The channels NCCL launches (fewer for small messages, NVLS's own count) unless forced.
+    const int channels = p2p || ctx.options.channels > 0
+                             ? graph_channels
+                             : nccl::launch_channels(e.algo, e.proto, spec.bytes, sys.ranks, graph_channels);
 
-    // Pipeline chunks: the count that minimises (chunks + depth) x (round latency + chunk
-    // time), i.e. sqrt(depth x bandwidth time / round latency), bounded by lowering's cap
-    // and a 4 KiB minimum piece.
-    const double bw_time = spec.bytes / (e.alg_bw * kGB);
-    const Seconds l = round_latency(ctx);
-    const nccl::ChunkPolicy chunks = [&](int depth) {
-      const double best = std::sqrt(std::max(0, depth - 1) * bw_time / l);
-      const double most = std::min<double>(lowering::kMaxChunks, std::floor(spec.bytes / (channels * 4096.0)));
-      return static_cast<int>(std::clamp(std::round(best), 1.0, std::max(1.0, most)));
-    };
+    // Pipeline chunks per channel = NCCL's loop count, so the engines charge the fill of a
+    // message that is only a few loops long; bounded by lowering's cap.
+    const int loops = nccl::loop_count(spec.op, e.algo, e.proto, spec.bytes, sys, channels);
+    const nccl::ChunkPolicy chunks = [&](int) { return std::clamp(loops, 1, lowering::kMaxChunks); };
 
     Schedule s;
     if (p2p) {
@@ -151,22 +141,26 @@ class Nccl : public Algorithm {
     // Per-channel cap (bytes/s). Rings: a channel's link carries busBw / channels (each
     // rank sends one block per step). Pipelined layouts: each rank moves the whole buffer
     // once per direction at algBw. p2p alltoall: the rank's n-1 peers share its channels.
+    // Ring and tree channels each carry the graph's per-channel share (fewer launched
+    // channels move less); NVLS splits its graph bandwidth over the channels it launches.
     const int n = spec.ranks;
-    double per_channel = e.alg_bw / channels;
+    const bool nvls = e.algo == Algo::nvls || e.algo == Algo::nvls_tree;
+    double per_channel = e.alg_bw / (nvls ? channels : graph_channels);
     if (e.algo == Algo::ring && !p2p) {
       const double nsteps = spec.op == CollectiveOp::allreduce ? 2.0 * (n - 1)
                             : (spec.op == CollectiveOp::allgather || spec.op == CollectiveOp::reduce_scatter) ? n - 1.0
                                                                                                              : n;
-      if (!chain) per_channel = e.alg_bw * nsteps / n / channels;
+      if (!chain) per_channel = e.alg_bw * nsteps / n / graph_channels;
     }
-    if (spec.op == CollectiveOp::alltoall && n > 1) per_channel = e.alg_bw * (n - 1.0) / n / channels / (n - 1);
+    if (spec.op == CollectiveOp::alltoall && n > 1) per_channel = e.alg_bw * (n - 1.0) / n / graph_channels / (n - 1);
     s.protocol.name = nccl::to_string(e.proto);
     s.protocol.efficiency = wire_efficiency(e.proto);
     s.protocol.step_latency = 0;
     s.protocol.per_step_bandwidth_cap = per_channel * kGB;
     s.launch_latency = std::max(0.0, e.latency_us * 1e-6 - inherent_latency(s, ctx));
 
-    s.notes.push_back(std::string("nccl choice: ") + s.algorithm + ", " + std::to_string(channels) + " channels");
+    s.notes.push_back(std::string("nccl choice: ") + s.algorithm + ", " + std::to_string(channels) + " of " +
+                      std::to_string(graph_channels) + " channels, " + std::to_string(loops) + " loop(s)");
     s.notes.push_back(fmt("nccl estimate: latency %.2f us, algbw %.2f GB/s, busbw-model %.2f GB/s, time %.2f us",
                           e.latency_us, e.alg_bw, e.bus_bw, e.time_us));
     s.notes.push_back(fmt("nccl graphs: ring %.0f x %.1f GB/s, tree %.0f x %.1f GB/s", tuning.graphs.ring.channels,

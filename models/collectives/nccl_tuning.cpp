@@ -423,4 +423,77 @@ Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const For
   return t;
 }
 
+namespace {
+
+// Buffers and steps (src/include/device.h, collectives.h, 2.19-2.30): NCCL_STEPS 8; Simple
+// buffer 4 MiB; LL buffer NCCL_LL_LINES_PER_THREAD 8 x NCCL_LL_MAX_NTHREADS 512 x 8 steps x
+// 16 B lines, half of it data; LL128 buffer NCCL_LL128_ELEMS_PER_THREAD 120 x
+// NCCL_LL128_MAX_NTHREADS 640 x 8 steps x 8 B, 15 of every 16 elements data.
+constexpr double kSimpleStep = 4.0 * 1024 * 1024 / 8;
+constexpr double kLLChunk = 8.0 * 512 * 8 * 16 / 8 / 2;
+constexpr double kLL128Chunk = 120.0 * 640 * 8 * 8 / 8 / 16 * 15;
+// transport/nvls.cc NCCL_NVLS_NCHANNELS 16, NCCL_NVLS_CHUNKSIZE 128 KiB.
+constexpr int kNvlsChannels = 16;
+constexpr double kNvlsChunk = 128.0 * 1024;
+// tuning.cc maxThreads (NCCL_LL_MAX_NTHREADS, NCCL_LL128_MAX_NTHREADS,
+// NCCL_SIMPLE_MAX_NTHREADS) and threadThresholds (NCCL_LL_THREAD_THRESHOLD,
+// NCCL_LL128_THREAD_THRESHOLD, NCCL_SIMPLE_THREAD_THRESHOLD).
+constexpr int kMaxThreads[kProtos] = {512, 640, 512};
+constexpr int kThreadThreshold[kProtos] = {8, 8, 64};
+
+}  // namespace
+
+int launch_channels(Algo algo, Proto proto, double bytes, int ranks, int graph_channels) {
+  if (algo == Algo::nvls || algo == Algo::nvls_tree) return kNvlsChannels;
+  if (algo != Algo::ring && algo != Algo::tree) return graph_channels;
+  const double threshold =
+      kThreadThreshold[pi(proto)] * (algo == Algo::ring && proto == Proto::ll ? std::max(1, ranks) : 1);
+  int nc = std::max(1, graph_channels);
+  while (nc >= 2 && bytes < nc * kMaxThreads[pi(proto)] * threshold) --nc;
+  return nc;
+}
+
+int loop_count(CollectiveOp op, Algo algo, Proto proto, double bytes, const NcclSystem& sys, int channels) {
+  const double nch = std::max(1, channels);
+  const bool chain = op == CollectiveOp::broadcast || op == CollectiveOp::reduce;
+  double chunk = proto == Proto::ll ? kLLChunk : proto == Proto::ll128 ? kLL128Chunk : kSimpleStep;
+  double per_loop = 1;   // NCCL's nchunksPerLoop
+  switch (algo) {
+    case Algo::ring:
+      // Ring Simple moves chunkSteps = 4 steps per chunk (ALLREDUCE/ALLGATHER/REDUCESCATTER
+      // _CHUNKSTEPS = NCCL_STEPS / 2), broadcast and reduce one (BROADCAST/REDUCE_CHUNKSTEPS).
+      if (proto == Proto::simple && !chain) chunk *= 4;
+      if (!chain) per_loop = sys.ranks;
+      break;
+    case Algo::tree:
+      if (proto == Proto::ll128) {
+        const double ppn = std::max(1, sys.ppn);
+        const double nsteps = 1 + log2i(sys.nodes) + 0.1 * ppn;
+        while (std::floor(bytes / (nch * chunk)) < nsteps * 64 / ppn && chunk > 131072) chunk /= 2;
+        while (std::floor(bytes / (nch * chunk)) < nsteps * 16 / ppn && chunk > 32768) chunk /= 2;
+      }
+      break;
+    case Algo::nvls: {
+      per_loop = std::max(1, sys.ppn);   // nvls.nHeads: one head per local GPU
+      const double ops = nch * per_loop;
+      chunk = kNvlsChunk;
+      if (bytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
+      if (bytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
+      if (bytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+      break;
+    }
+    case Algo::nvls_tree: {
+      per_loop = std::max(1, sys.ppn);
+      const double ops = nch * per_loop;
+      chunk = sys.nodes >= 4 ? 65536 : kNvlsChunk;   // NCCL_NVLSTREE_MAX_CHUNKSIZE default
+      if (bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+      if (bytes < ops * chunk && chunk > 32768) chunk = 32768;
+      break;
+    }
+    case Algo::collnet_direct: per_loop = std::max(1, sys.ppn); break;
+    case Algo::collnet_chain: chunk = std::min(256.0 * 1024, chunk); break;
+  }
+  return static_cast<int>(std::max(1.0, std::ceil(bytes / (nch * per_loop * chunk))));
+}
+
 }  // namespace stepsim::models::nccl

@@ -107,6 +107,21 @@ struct Tuning {
 /// (one step to each peer) and are never tuned.
 Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const Forced& forced = {});
 
+/// @brief Channels NCCL launches for the chosen (algo, proto) on `bytes` (enqueue.cc
+/// topoGetAlgoInfo, 2.19-2.30): rings and trees drop channels while
+/// bytes < channels x maxThreads x threadThreshold (tuning.cc: maxThreads LL 512, LL128 640,
+/// Simple 512; threadThreshold LL 8 x nRanks for rings else 8, LL128 8, Simple 64);
+/// NVLS uses NCCL_NVLS_NCHANNELS (16, transport/nvls.cc); CollNet keeps the graph's.
+int launch_channels(Algo algo, Proto proto, double bytes, int ranks, int graph_channels);
+
+/// @brief NCCL's loop count per channel (enqueue.cc calcCollChunking, 2.19-2.30):
+/// ceil(bytes / (channels x chunksPerLoop x chunkSize)), with the Simple step of 512 KiB
+/// (4 MiB buffer / NCCL_STEPS 8), LL 32 KiB of data per step, LL128 576000 B, the NVLS
+/// chunk (128 KiB, NCCL_NVLS_CHUNKSIZE) shrunk for small messages as calcCollChunking
+/// does, and the tree LL128 chunk halving. Every loop is one pipeline chunk of the
+/// lowered schedule, so the engines charge NCCL's pipeline fill.
+int loop_count(CollectiveOp op, Algo algo, Proto proto, double bytes, const NcclSystem& sys, int channels);
+
 /// @brief NCCL's per-NVLink bandwidth (topo.h ncclTopoNVLinkBw) for an SM version.
 double nvlink_bw_per_link(int sm);
 /// @brief NCCL's PCIe figure (topo.h): width * (60|120|240|480 for Gen3..6) / 80 GB/s.

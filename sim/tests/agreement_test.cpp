@@ -69,3 +69,30 @@ TEST(Agreement, RingAcrossNodesOfAFatTree) {
 
 }  // namespace
 }  // namespace stepsim::sim::testing
+
+namespace stepsim::sim::testing {
+namespace {
+
+TEST(Agreement, HalfDuplexLinkSharesOneCapacityBetweenDirections) {
+  // Two GPUs whose only path is a half-duplex staging link: an exchange in both directions
+  // at once gets half the capacity each, a one-way transfer all of it.
+  platforms::NodeTemplate n;
+  add_vertex(n, "gpu0", platforms::VertexKind::gpu);
+  add_vertex(n, "gpu1", platforms::VertexKind::gpu);
+  add_link(n, 0, 1, platforms::LinkType::pcie, 10e9, 1e-6);
+  n.links.back().half_duplex = true;
+  const auto platform = make_platform(std::move(n));
+  const double size = 1e9;
+  models::Schedule exchange = ring_allgather(2, size);
+  const auto allocation = first_gpus(2);
+  const double expected = 1e-6 + (size / 2) / (10e9 / 2);
+  EXPECT_NEAR(run_engine("analytical", exchange, platform, allocation).time, expected, 1e-9 * expected);
+  EXPECT_NEAR(run_engine("event", exchange, platform, allocation).time, expected, 1e-6 * expected);
+
+  exchange.rounds[0].steps.resize(1);   // one direction only: the whole capacity
+  const double one_way = 1e-6 + (size / 2) / 10e9;
+  EXPECT_NEAR(run_engine("analytical", exchange, platform, allocation).time, one_way, 1e-9 * one_way);
+}
+
+}  // namespace
+}  // namespace stepsim::sim::testing
