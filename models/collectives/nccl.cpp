@@ -95,6 +95,17 @@ Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx) {
   return total;
 }
 
+/// A typical per-round route latency: one intra-node hop, or one network hop off-node.
+Seconds round_latency(const CollectiveContext& ctx) {
+  Seconds l = 0;
+  const int n = ctx.ranks();
+  for (int r = 1; r < n; ++r) {
+    l = std::max(l, ctx.route(0, r).latency);
+    if (ctx.node_of(r) != ctx.node_of(0)) break;
+  }
+  return l > 0 ? l : 1e-7;
+}
+
 class Nccl : public Algorithm {
  public:
   bool supports(const CollectiveSpec& spec, const CollectiveContext&, std::string* why_not) const override {
@@ -120,9 +131,20 @@ class Nccl : public Algorithm {
                              : nccl::launch_channels(e.algo, e.proto, spec.bytes, sys.ranks, graph_channels);
 
     // Pipeline chunks per channel = NCCL's loop count, so the engines charge the fill of a
-    // message that is only a few loops long; bounded by lowering's cap.
+    // message that is only a few loops long; bounded by lowering's cap. Ring chains
+    // (broadcast, reduce) are the exception: NCCL's tuning charges them one hop
+    // (sameChannels) and the DGX-2 data (12-deep chains, 2-64 MiB) run 2-4x faster than
+    // 512 KiB loops through a 12-deep chain would allow, so chains keep the latency-optimal
+    // count sqrt(depth x bandwidth time / round latency), bounded by a 4 KiB minimum piece.
     const int loops = nccl::loop_count(spec.op, e.algo, e.proto, spec.bytes, sys, channels);
-    const nccl::ChunkPolicy chunks = [&](int) { return std::clamp(loops, 1, lowering::kMaxChunks); };
+    const double bw_time = spec.bytes / (e.alg_bw * kGB);
+    const Seconds l = round_latency(ctx);
+    const nccl::ChunkPolicy chunks = [&](int depth) {
+      if (!chain) return std::clamp(loops, 1, lowering::kMaxChunks);
+      const double best = std::sqrt(std::max(0, depth - 1) * bw_time / l);
+      const double most = std::min<double>(lowering::kMaxChunks, std::floor(spec.bytes / (channels * 4096.0)));
+      return static_cast<int>(std::clamp(std::round(best), 1.0, std::max(1.0, most)));
+    };
 
     Schedule s;
     if (p2p) {
