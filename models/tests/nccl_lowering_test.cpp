@@ -72,8 +72,21 @@ TEST(NcclLowering, NvlsOnDgxH100GoesThroughTheSwitch) {
   bool to_switch = false;
   s.for_each_expanded([&](std::int64_t, const Step& step) { to_switch |= step.dst == 8; });
   EXPECT_TRUE(to_switch);
-  // Cap = NCCL's algBw / channels = (8 x 40 x 0.85 x 7/8 x 2) x 8/14 / 8 GB/s.
-  EXPECT_NEAR(s.protocol.per_step_bandwidth_cap, 476.0 * 8 / 14 / 8 * 1e9, 1e3);
+  // Cap = NCCL's algBw (8 heads x 40 x 0.85 x 7/8 x 2, x 8/14) split over the 16 channels
+  // NVLS launches (NCCL_NVLS_NCHANNELS, transport/nvls.cc).
+  EXPECT_NEAR(s.protocol.per_step_bandwidth_cap, 476.0 * 8 / 14 / 16 * 1e9, 1e3);
+}
+
+TEST(NcclLowering, NvlsPipelinesOneChunkPerNcclLoop) {
+  // 8 MiB NVLS on 8 H100: 16 channels (NCCL_NVLS_NCHANNELS), 2 loops of 16 x 8 x 32 KiB
+  // (calcCollChunking), so 2 chunks through the 2-stage switch pipeline: 3 rounds, the fill
+  // the engines charge.
+  const Case c = make("dgx-h100", 1, 8);
+  const Schedule s = lower(c, CollectiveOp::allreduce, 8.0 * 1024 * 1024);
+  EXPECT_EQ(s.algorithm, "nccl:nvls/Simple");
+  EXPECT_EQ(s.channels, 16);
+  EXPECT_EQ(s.num_blocks, 2);
+  EXPECT_EQ(s.rounds.size(), 3u);
 }
 
 TEST(NcclLowering, ProtocolFieldsComeFromNcclConstants) {

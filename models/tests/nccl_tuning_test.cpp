@@ -156,6 +156,42 @@ TEST(NcclChoice, LL128IsOffWithoutNvlink) {
     if (e.proto == Proto::ll128) EXPECT_FALSE(e.enabled);
 }
 
+// enqueue.cc topoGetAlgoInfo (2.19-2.30): channels drop while bytes < nc x maxThreads x
+// threadThreshold; maxThreads LL 512, LL128 640, Simple 512; thresholds LL 8 x nRanks on
+// rings, LL128 8, Simple 64 (tuning.cc).
+TEST(NcclLaunch, SmallMessagesLaunchFewerChannels) {
+  // Simple: 100 KiB < nc x 512 x 64 = nc x 32 KiB until nc = 3.
+  EXPECT_EQ(launch_channels(Algo::ring, Proto::simple, 100 * 1024, 8, 24), 3);
+  // Ring LL on 8 ranks: 8 x 8 = 64 B per thread, again 32 KiB per channel.
+  EXPECT_EQ(launch_channels(Algo::ring, Proto::ll, 100 * 1024, 8, 24), 3);
+  // Tree LL: no nRanks factor, 512 x 8 = 4 KiB per channel: 100 KiB keeps 24.
+  EXPECT_EQ(launch_channels(Algo::tree, Proto::ll, 100 * 1024, 8, 24), 24);
+  // LL128: 640 x 8 = 5 KiB per channel: 100 KiB -> 20.
+  EXPECT_EQ(launch_channels(Algo::ring, Proto::ll128, 100 * 1024, 8, 24), 20);
+  // Large messages keep the graph's channels; NVLS always NCCL_NVLS_NCHANNELS = 16.
+  EXPECT_EQ(launch_channels(Algo::ring, Proto::simple, 1 << 30, 8, 24), 24);
+  EXPECT_EQ(launch_channels(Algo::nvls, Proto::simple, 1024, 8, 8), 16);
+  EXPECT_EQ(launch_channels(Algo::ring, Proto::simple, 16, 8, 24), 1);
+}
+
+// enqueue.cc calcCollChunking (2.19-2.30): loops = ceil(bytes / (nCh x chunksPerLoop x chunk)).
+TEST(NcclLaunch, LoopCountsFollowCalcCollChunking) {
+  const NcclSystem h = h100_node(8);
+  // NVLS, 16 channels x 8 heads = 128 concurrent chunks of 128 KiB, shrunk for small sizes:
+  // 8 MiB < 8 x 128 x 64 KiB -> 32 KiB; not < 2 x 128 x 32 KiB: loop 4 MiB -> 2 loops.
+  EXPECT_EQ(loop_count(CollectiveOp::allreduce, Algo::nvls, Proto::simple, 8.0 * (1 << 20), h, 16), 2);
+  // 2 MiB < 2 x 128 x 32 KiB -> 16 KiB chunks: one 2 MiB loop.
+  EXPECT_EQ(loop_count(CollectiveOp::allreduce, Algo::nvls, Proto::simple, 2.0 * (1 << 20), h, 16), 1);
+  // 1 GiB keeps 128 KiB chunks: 16 MiB loops -> 64.
+  EXPECT_EQ(loop_count(CollectiveOp::allreduce, Algo::nvls, Proto::simple, 1 << 30, h, 16), 64);
+  // Ring Simple allreduce: chunk = 4 steps x 512 KiB, loop = 24 ch x 8 ranks x 2 MiB = 384 MiB.
+  EXPECT_EQ(loop_count(CollectiveOp::allreduce, Algo::ring, Proto::simple, 1 << 30, h, 24), 3);
+  // Tree LL128 on one 8-GPU node, 2 channels: nsteps = 1 + log2(1) + 0.1 x 8 = 1.8. The chunk
+  // (576000 B) halves while bytes / (2 x chunk) < 1.8 x 64 / 8 = 14.4: 7 and 14 halve it to
+  // 144000, where 29 stops; the second rule (< 3.6) does not bite: 8 MiB / 288000 -> 30 loops.
+  EXPECT_EQ(loop_count(CollectiveOp::allreduce, Algo::tree, Proto::ll128, 8.0 * (1 << 20), h, 2), 30);
+}
+
 TEST(NcclParse, NamesAndErrors) {
   EXPECT_EQ(parse_algo("NVLS"), Algo::nvls);
   EXPECT_EQ(parse_algo("collnet"), Algo::collnet_direct);

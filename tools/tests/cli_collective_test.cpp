@@ -1,6 +1,8 @@
 // `stepsim collective` and `stepsim presets` as a user runs them.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -96,6 +98,32 @@ TEST(CliPresets, ListsEveryRequiredPreset) {
   for (const char* name : {"dgx1-p100", "dgx1-v100", "dgx2", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200",
                            "gb200-nvl72", "pcie-gen3-x2", "pcie-gen4-x8"})
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
+}
+
+}  // namespace
+}  // namespace stepsim::cli_test
+
+namespace stepsim::cli_test {
+namespace {
+
+TEST(CliImport, NvidiaSmiTopoOfADgx1vPredictsLikeThePreset) {
+  const std::string topo = std::string(STEPSIM_SOURCE_ROOT) + "/platforms/tests/dgx1v_topo.txt";
+  char path[] = "/tmp/stepsim-imported-XXXXXX";
+  close(mkstemp(path));
+  RunResult imported = run_stepsim({"import", "nvidia-smi-topo", topo, "-o", path, "--gpu-model", "V100-SXM2"});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  const std::vector<std::string> request = {"--op", "allreduce", "--size", "1GiB", "--algo", "ring",
+                                            "--format", "json"};
+  std::vector<std::string> mine = {"collective", path};
+  std::vector<std::string> preset = {"collective", "dgx1-v100"};
+  mine.insert(mine.end(), request.begin(), request.end());
+  preset.insert(preset.end(), request.begin(), request.end());
+  RunResult from_import = run_stepsim(mine);
+  RunResult from_preset = run_stepsim(preset);
+  unlink(path);
+  ASSERT_EQ(from_import.exit_code, 0) << from_import.err;
+  ASSERT_EQ(from_preset.exit_code, 0) << from_preset.err;
+  EXPECT_EQ(nlohmann::json::parse(from_import.out)["time_s"], nlohmann::json::parse(from_preset.out)["time_s"]);
 }
 
 }  // namespace
