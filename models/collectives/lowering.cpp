@@ -17,6 +17,13 @@ int chunk_count(const CollectiveContext& ctx, Bytes bytes, int lanes) {
   return static_cast<int>(std::clamp(chunks, 1.0, static_cast<double>(kMaxChunks)));
 }
 
+int pipeline_chunk_count(const CollectiveContext& ctx, Bytes bytes, int lanes, int links) {
+  const int chunks = chunk_count(ctx, bytes, lanes);
+  const std::int64_t per_chunk = static_cast<std::int64_t>(lanes) * std::max(links, 1);
+  if (per_chunk * std::min(chunks, links) <= kMaxPipelineSteps) return chunks;
+  return static_cast<int>(std::max<std::int64_t>(1, kMaxPipelineSteps / per_chunk));
+}
+
 Schedule start(const CollectiveSpec& spec, const std::string& algorithm, int num_blocks, int pieces,
                int channels) {
   Schedule s;
@@ -70,13 +77,30 @@ namespace {
 
 int wrap(std::int64_t value, int modulus) { return static_cast<int>((value % modulus + modulus) % modulus); }
 
-/// The block distance d with owned(p - 1) = owned(p) + d for every ring and position, if any.
-std::optional<int> uniform_shift(const Schedule& s, const std::vector<std::vector<int>>& rings, const Owned& owned) {
+/// channels[r]: the channels ring (or chain) r carries.
+using ChannelsOf = std::vector<std::vector<int>>;
+
+ChannelsOf every_channel(const Schedule& s, std::size_t rings) {
+  std::vector<int> all;
+  for (int c = 0; c < s.channels; ++c) all.push_back(c);
+  return ChannelsOf(rings, all);
+}
+
+ChannelsOf one_channel_each(std::size_t rings) {
+  ChannelsOf out;
+  for (std::size_t c = 0; c < rings; ++c) out.push_back({static_cast<int>(c)});
+  return out;
+}
+
+/// The block distance d with owned(p - 1) = owned(p) + d for every ring, position and
+/// channel it carries, if any.
+std::optional<int> uniform_shift(const Schedule& s, const std::vector<std::vector<int>>& rings,
+                                 const ChannelsOf& channels, const Owned& owned) {
   std::optional<int> shift;
   for (std::size_t r = 0; r < rings.size(); ++r) {
     const int len = static_cast<int>(rings[r].size());
     for (int p = 0; p < len; ++p)
-      for (int c = 0; c < s.channels; ++c) {
+      for (int c : channels[r]) {
         const std::vector<CellRun> here = owned(static_cast<int>(r), p, c);
         const std::vector<CellRun> before = owned(static_cast<int>(r), wrap(p - 1, len), c);
         if (here.size() != before.size() || here.empty()) return std::nullopt;
@@ -91,24 +115,22 @@ std::optional<int> uniform_shift(const Schedule& s, const std::vector<std::vecto
   return shift;
 }
 
-}  // namespace
-
-void append_ring_pass(Schedule& s, const std::vector<std::vector<int>>& rings, const Owned& owned,
-                      Combine combine, int offset) {
+void append_pass(Schedule& s, const std::vector<std::vector<int>>& rings, const ChannelsOf& channels,
+                 const Owned& owned, Combine combine, int offset) {
   const int len = static_cast<int>(rings.front().size());
   if (len < 2) return;
   auto steps_at = [&](int k) {
     Round round;
     for (std::size_t r = 0; r < rings.size(); ++r)
       for (int i = 0; i < len; ++i)
-        for (int c = 0; c < s.channels; ++c)
+        for (int c : channels[r])
           for (const CellRun& run : owned(static_cast<int>(r), wrap(i - k - offset, len), c))
             round.steps.push_back(step(s, rings[r][static_cast<std::size_t>(i)],
                                        rings[r][static_cast<std::size_t>((i + 1) % len)], run.block, run.count,
                                        run.piece, combine, c));
     return round;
   };
-  if (std::optional<int> shift = uniform_shift(s, rings, owned)) {
+  if (std::optional<int> shift = uniform_shift(s, rings, channels, owned)) {
     Round round = steps_at(0);
     round.repeat = len - 1;
     round.block_shift = *shift;
@@ -118,23 +140,60 @@ void append_ring_pass(Schedule& s, const std::vector<std::vector<int>>& rings, c
   for (int k = 0; k < len - 1; ++k) s.rounds.push_back(steps_at(k));
 }
 
-void append_chains(Schedule& s, const std::vector<std::vector<int>>& chains, Combine combine) {
+/// Round t of the pipeline sends chunk t - i over link i of every chain. Rounds
+/// [links - 1, num_blocks - 1] keep every link busy and differ only by one chunk: one Round
+/// repeated with block_shift 1 stands for them; fill and drain stay explicit.
+void append_pipelines(Schedule& s, const std::vector<std::vector<int>>& chains, const ChannelsOf& channels,
+                      Combine combine) {
   std::size_t longest = 0;
   for (const auto& chain : chains) longest = std::max(longest, chain.size());
   if (longest < 2) return;
   const int links = static_cast<int>(longest) - 1;
-  for (int t = 0; t < s.num_blocks + links - 1; ++t) {
+  auto round_at = [&](int t) {
     Round round;
-    for (const auto& chain : chains)
+    for (std::size_t k = 0; k < chains.size(); ++k) {
+      const std::vector<int>& chain = chains[k];
       for (int i = 0; i + 1 < static_cast<int>(chain.size()); ++i) {
         const int chunk = t - i;
         if (chunk < 0 || chunk >= s.num_blocks) continue;
-        for (int c = 0; c < s.channels; ++c)
+        for (int c : channels[k])
           round.steps.push_back(step(s, chain[static_cast<std::size_t>(i)], chain[static_cast<std::size_t>(i) + 1],
                                      chunk, 1, c, combine, c));
       }
+    }
+    return round;
+  };
+  const int steady_first = links - 1;
+  const int steady_last = s.num_blocks - 1;
+  for (int t = 0; t < s.num_blocks + links - 1; ++t) {
+    Round round = round_at(t);
+    if (t == steady_first && steady_last > steady_first) {
+      round.repeat = steady_last - steady_first + 1;
+      round.block_shift = 1;
+      t = steady_last;
+    }
     s.rounds.push_back(std::move(round));
   }
+}
+
+}  // namespace
+
+void append_ring_pass(Schedule& s, const std::vector<std::vector<int>>& rings, const Owned& owned,
+                      Combine combine, int offset) {
+  append_pass(s, rings, every_channel(s, rings.size()), owned, combine, offset);
+}
+
+void append_channel_ring_pass(Schedule& s, const std::vector<std::vector<int>>& channel_rings,
+                              const Owned& owned, Combine combine, int offset) {
+  append_pass(s, channel_rings, one_channel_each(channel_rings.size()), owned, combine, offset);
+}
+
+void append_chains(Schedule& s, const std::vector<std::vector<int>>& chains, Combine combine) {
+  append_pipelines(s, chains, every_channel(s, chains.size()), combine);
+}
+
+void append_channel_chains(Schedule& s, const std::vector<std::vector<int>>& channel_chains, Combine combine) {
+  append_pipelines(s, channel_chains, one_channel_each(channel_chains.size()), combine);
 }
 
 }  // namespace stepsim::models::lowering

@@ -1,6 +1,7 @@
 #pragma once
 /// @file Building blocks the collective algorithms share: schedule set-up, steps with the
 /// right wire bytes, ring passes (compact when symmetric) and pipelined chains.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -21,6 +22,15 @@ int channel_count(const CollectiveContext& ctx);
 /// @brief Chunks each of `lanes` parallel pipelines cuts `bytes` into: ceil(bytes / lanes /
 /// chunk_bytes) clamped to [1, kMaxChunks].
 int chunk_count(const CollectiveContext& ctx, Bytes bytes, int lanes);
+
+/// @brief Bound on the steps a pipelined chain stores (about 80 MiB of Steps). Fill and drain
+/// cannot be compact (each round adds or drops a link), so chains of `links` hops with B
+/// chunks store about links * min(B, links) steps per lane.
+constexpr std::int64_t kMaxPipelineSteps = std::int64_t{1} << 21;
+/// @brief chunk_count, lowered where `lanes` chains of `links` hops would store more than
+/// kMaxPipelineSteps steps (e.g. 8 channels of 1024 ranks get 256, 16384 ranks 16): fewer
+/// chunks lengthen the fill, so such predictions err slow.
+int pipeline_chunk_count(const CollectiveContext& ctx, Bytes bytes, int lanes, int links);
 
 /// @brief A schedule with its data cut as asked; `block_bytes` follows from the op's
 /// buffer size (per-rank buffers for alltoall and sendrecv, the whole buffer otherwise).
@@ -54,9 +64,21 @@ using Owned = std::function<std::vector<CellRun>(int ring, int position, int cha
 void append_ring_pass(Schedule& s, const std::vector<std::vector<int>>& rings, const Owned& owned,
                       Combine combine, int offset);
 
+/// @brief Like append_ring_pass, but ring c carries channel c only (NCCL builds one ring per
+/// channel): owned(c, position, c) gives its cells. All rings equally long; one compact Round
+/// with repeat = len-1 when the uniform-shift condition holds over every channel's ring.
+void append_channel_ring_pass(Schedule& s, const std::vector<std::vector<int>>& channel_rings,
+                              const Owned& owned, Combine combine, int offset);
+
 /// @brief Appends pipelined chains: chain[0] -> chain[1] -> ... carries every block (a
 /// pipeline chunk) of every channel's piece (piece c on channel c); link i sends chunk t - i in round t, so chunks
-/// flow down the chain back to back. Chains run side by side, rounds aligned.
+/// flow down the chain back to back. Chains run side by side, rounds aligned. Compact: the
+/// fill and drain rounds are explicit, the steady state (every link busy, when there are at
+/// least as many chunks as links) is one Round repeated with block_shift 1.
 void append_chains(Schedule& s, const std::vector<std::vector<int>>& chains, Combine combine);
+
+/// @brief Like append_chains, but chain c carries piece c on channel c only (one chain per
+/// channel, e.g. each channel's ring cut at the root).
+void append_channel_chains(Schedule& s, const std::vector<std::vector<int>>& channel_chains, Combine combine);
 
 }  // namespace stepsim::models::lowering

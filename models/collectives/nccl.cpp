@@ -8,23 +8,28 @@
 ///    preset's wire rates, bound a channel, while the links still bound the sum;
 ///  - efficiency is the protocol's wire efficiency: LL carries 8 B of data per 16 B line
 ///    (0.5), LL128 120 B per 128 B line, Simple 1 (NCCL device.h, papers.md §4);
-///  - step_latency is 0 and launch_latency carries NCCL's latency estimate (baseLat + hops x
-///    hwLat) minus the route latencies the engine already charges per round, because NCCL's
-///    pipelined channels overlap per-step latency with data movement;
+///  - launch_latency carries NCCL's latency estimate (baseLat + hops x hwLat) minus the
+///    route latencies the engine already charges per round, because NCCL's pipelined
+///    channels overlap per-step latency with data movement; step_latency is 0 except for
+///    ring Simple, whose every step hands over loops x 2 slices, each at a calibrated
+///    cost the tuning model does not charge (nccl_slices.hpp);
 ///  - channels are the ones NCCL launches (enqueue.cc topoGetAlgoInfo: fewer for small
 ///    messages, NVLS's own count) and pipelined layouts get one chunk per NCCL loop
 ///    (calcCollChunking), so a message of a few loops pays the pipeline fill.
 /// Options: extra `algo=ring|tree|nvls|nvls_tree|collnet|collnet_chain`, `proto=LL|LL128|
 /// Simple`, `nvls=off` and `channels` force NCCL's choice (NCCL_ALGO / NCCL_PROTO /
-/// NCCL_NVLS_ENABLE / NCCL_MIN/MAX_NCHANNELS).
+/// NCCL_NVLS_ENABLE / NCCL_MIN/MAX_NCHANNELS); `version=2.18` picks that release's tuning
+/// constants (nccl_versions.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "models/collectives/lowering.hpp"
 #include "models/collectives/nccl_lower.hpp"
+#include "models/collectives/nccl_slices.hpp"
 #include "models/collectives/nccl_topology.hpp"
 #include "models/collectives/nccl_tuning.hpp"
+#include "models/collectives/nccl_versions.hpp"
 #include "platforms/config_error.hpp"
 
 namespace stepsim::models {
@@ -49,10 +54,17 @@ bool nvls_disabled(const AlgorithmOptions& options) {
   throw ConfigError("--algo nccl option 'nvls'", "expected on or off, got '" + v + "'", "write nvls=off or nvls=on");
 }
 
+/// The NCCL release whose tuning constants apply: `version=2.18` (nccl_versions.hpp), HEAD
+/// by default.
+const nccl::VersionConstants& nccl_version(const AlgorithmOptions& options) {
+  auto it = options.extra.find("version");
+  return it == options.extra.end() ? nccl::head_version() : nccl::nccl_version(it->second);
+}
+
 nccl::Forced forced_choice(const AlgorithmOptions& options) {
   nccl::Forced f;
   for (const auto& [key, value] : options.extra) {
-    if (key == "nvls") continue;
+    if (key == "nvls" || key == "version") continue;
     if (key == "algo") {
       f.has_algo = true;
       f.algo = nccl::parse_algo(value);
@@ -60,7 +72,7 @@ nccl::Forced forced_choice(const AlgorithmOptions& options) {
       f.has_proto = true;
       f.proto = nccl::parse_proto(value);
     } else {
-      throw ConfigError("--algo nccl option '" + key + "'", "unknown option", "nccl accepts algo=, proto= and nvls=");
+      throw ConfigError("--algo nccl option '" + key + "'", "unknown option", "nccl accepts algo=, proto=, nvls= and version=");
     }
   }
   f.channels = options.channels;
@@ -120,7 +132,8 @@ class Nccl : public Algorithm {
     lowering::require(*this, "nccl", spec, ctx);
     nccl::NcclSystem sys = nccl::nccl_system(ctx);
     if (nvls_disabled(ctx.options)) sys.nvls = false;
-    const nccl::Tuning tuning = nccl::nccl_tune(spec.op, spec.bytes, sys, forced_choice(ctx.options));
+    const nccl::Tuning tuning = nccl::nccl_tune(spec.op, spec.bytes, sys, forced_choice(ctx.options),
+                                                      nccl_version(ctx.options));
     const nccl::Estimate& e = tuning.choice;
     const int graph_channels = std::max(1, e.channels);
     const bool p2p = spec.op == CollectiveOp::alltoall || spec.op == CollectiveOp::sendrecv;
@@ -177,7 +190,8 @@ class Nccl : public Algorithm {
     if (spec.op == CollectiveOp::alltoall && n > 1) per_channel = e.alg_bw * (n - 1.0) / n / graph_channels / (n - 1);
     s.protocol.name = nccl::to_string(e.proto);
     s.protocol.efficiency = wire_efficiency(e.proto);
-    s.protocol.step_latency = 0;
+    s.protocol.step_latency = nccl::ring_slices_per_step(spec.op, e.algo, e.proto, spec.bytes, sys, channels) *
+                              nccl::simple_slice_overhead_us(sys.sm) * 1e-6;
     s.protocol.per_step_bandwidth_cap = per_channel * kGB;
     s.launch_latency = std::max(0.0, e.latency_us * 1e-6 - inherent_latency(s, ctx));
 

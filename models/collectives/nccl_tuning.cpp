@@ -1,5 +1,5 @@
 /// @file NCCL's tuning model (src/graph/tuning.cc, search.cc, topo.h), see nccl_tuning.hpp.
-/// Constants are NCCL HEAD's (2.30.7, papers.md §4) unless a comment names another version.
+/// Latency/bandwidth tables per NCCL release live in nccl_versions.cpp (HEAD 2.30.7 by default).
 #include "models/collectives/nccl_tuning.hpp"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "models/collectives/nccl_versions.hpp"
 #include "platforms/config_error.hpp"
 
 namespace stepsim::models::nccl {
@@ -18,31 +19,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 int ai(Algo a) { return static_cast<int>(a); }
 int pi(Proto p) { return static_cast<int>(p); }
 
-// tuning.cc baseLat[algo][proto] (us): Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree.
-constexpr double kBaseLat[kAlgos][kProtos] = {
-    {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
-
-// tuning.cc hwLat[NVLINK|PCI|NET][algo][proto] (us).
-constexpr double kHwLat[3][kAlgos][kProtos] = {
-    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 25}, {0, 0, 25}},
-    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0}, {0, 0, 0}},
-    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 31}, {0, 0, 30}, {0, 0, 18}, {0, 0, 20.9}}};
-
-// tuning.cc llMaxBws[Volta, Ampere, Hopper, Blackwell][N1, N2, N4+]: single node indexes the
-// row by GPU arch, multi-node by CPU vendor (row 0 Intel, row 1 AMD).
-constexpr double kLlMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
-constexpr double kPerChMaxRingLL128Bw[4] = {20.0, 20.0, 36.7, 40.0};
-constexpr double kPerChMaxTreeLL128Bw[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
-constexpr double kPerChMaxTreeBw[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
-// perChMaxNVLSTreeBws (Hopper, Blackwell; N1 unused) and nvlsEfficiency.
-constexpr double kPerChMaxNvlsTreeBw[2][3] = {{0, 57.7, 45.5}, {0, 96.0, 80.0}};
-constexpr double kNvlsEfficiency[2] = {0.85, 0.74};
-
-// tuning.cc treeCorrectionFactor[proto][log2(bytes / 64)], 64 B .. 256 MiB (2.19-2.30).
-constexpr double kTreeCorrection[kProtos][23] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+// Latency and bandwidth tables are per NCCL release: models/collectives/nccl_versions.cpp.
 
 // search.cc speed arrays (GB/s per channel), latest: intra-node graphs and graphs with a NIC.
 const std::vector<double> kSpeedIntra = {40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
@@ -167,8 +144,8 @@ double pcie_bw(int gen, int width) {
   return width * code / 80.0;
 }
 
-double hw_latency(int path, Algo algo, Proto proto) { return kHwLat[path][ai(algo)][pi(proto)]; }
-double base_latency(Algo algo, Proto proto) { return kBaseLat[ai(algo)][pi(proto)]; }
+double hw_latency(int path, Algo algo, Proto proto) { return head_version().hw_lat[path][ai(algo)][pi(proto)]; }
+double base_latency(Algo algo, Proto proto) { return head_version().base_lat[ai(algo)][pi(proto)]; }
 
 Graphs search_graphs(const NcclSystem& sys) {
   Graphs g;
@@ -220,11 +197,17 @@ bool implements(CollectiveOp op, Algo a, Proto p) {
   }
 }
 
-std::string disabled_reason(const NcclSystem& sys, Algo a, Proto p) {
+std::string disabled_reason(const NcclSystem& sys, Algo a, Proto p, const VersionConstants& v) {
   if (sys.ranks < 2) return "one rank";
+  if (a == Algo::nvls && !v.has_nvls) return "no NVLS before NCCL 2.17";
+  if (a == Algo::nvls_tree && !v.has_nvls_tree) return "no NVLSTree before NCCL 2.18";
+  if (a == Algo::collnet_chain && !v.has_collnet_chain) return "no CollNet Chain before NCCL 2.14";
   if (p == Proto::ll128) {
-    // tuning.cc enables LL128 by default only on NVLink-class intra paths of sm70/80/90/100.
-    const bool arch = sys.sm == 70 || sys.sm == 80 || sys.sm == 90 || sys.sm == 100;
+    if (!v.has_ll128) return "no LL128 before NCCL 2.5";
+    // tuning.cc enables LL128 by default only on NVLink-class intra paths of sm70/80/90
+    // (v2.7.5: sm70/80; sm90 from 2.12; sm100 from 2.23+, v.ll128_sm100).
+    const bool arch = sys.sm == 70 || sys.sm == 80 || (sys.sm == 90 && v.era != Era::v2_7 && v.era != Era::v2_4) ||
+                      (sys.sm == 100 && v.ll128_sm100);
     if (!arch) return "LL128 off by default on sm" + std::to_string(sys.sm);
     if (sys.intra != IntraPath::nvlink) return "LL128 off by default without NVLink";
   }
@@ -249,12 +232,98 @@ std::string disabled_reason(const NcclSystem& sys, Algo a, Proto p) {
   }
 }
 
+/// busBw of one (algo, proto) by the formulas of v's era (tuning.cc "Various model
+/// refinements" of v2.7.5, v2.20.3 and HEAD).
+struct BwInputs {
+  CollectiveOp op;
+  Algo a;
+  Proto p;
+  const NcclSystem& sys;
+  const Graph& g;
+  double ll_max;
+  int row;
+  int n_index;
+};
+
+double bus_bw_v2_7(const BwInputs& in) {
+  // v2.7.5 ll128MaxBwPerCh per collective (Broadcast, Reduce, AllGather, ReduceScatter,
+  // AllReduce) and the fixed tree caps (nNodes > 2: 80, 105 for sm80 LL128; else 110, 130).
+  constexpr double kLl128PerColl[5] = {18.8, 12.0, 18.3, 15.2, 16.7};
+  const int coll = in.op == CollectiveOp::broadcast ? 0 : in.op == CollectiveOp::reduce ? 1
+                   : in.op == CollectiveOp::allgather ? 2 : in.op == CollectiveOp::reduce_scatter ? 3 : 4;
+  const bool cc80 = in.sys.sm == 80;
+  const double nch = in.g.channels;
+  double bus = nch * ((in.sys.nodes <= 2 || in.a == Algo::collnet_direct) ? in.g.bw_intra : in.g.bw_inter);
+  if (cc80) bus = std::min(bus, 235.0);
+  const bool multi_or_reduce = in.sys.nodes > 1 || in.op == CollectiveOp::allreduce || in.op == CollectiveOp::reduce;
+  if (in.a == Algo::ring && in.p == Proto::ll) bus *= multi_or_reduce ? 1.0 / 4.0 : 1.0 / 3.0;
+  if (in.a == Algo::ring && in.p == Proto::ll128)
+    bus = std::min(bus * (in.sys.ppn < 2 ? 0.7 : 0.92), kLl128PerColl[coll] * nch);
+  if (in.a == Algo::tree) {
+    const bool ll128 = in.p == Proto::ll128;
+    const double cap = in.sys.nodes > 2 ? (cc80 && ll128 ? 105.0 : 80.0) : (cc80 && ll128 ? 130.0 : 110.0);
+    bus = std::min(bus * .9, cap);
+    if (in.p == Proto::ll) bus *= 1.0 / 3.8;
+    if (ll128) bus = std::min(bus * (in.sys.nodes == 1 ? 7.0 / 9.0 : 0.915), kLl128PerColl[coll] * nch * 7.0 / 9.0);
+  }
+  if (in.a == Algo::collnet_direct) bus *= in.p == Proto::ll ? .9 / 6.0 : in.p == Proto::ll128 ? 0 : .9;
+  return bus;
+}
+
+double bus_bw_v2_20(const BwInputs& in, const VersionConstants& v) {
+  const double nch = in.g.channels;
+  const bool collnet = in.a == Algo::collnet_direct || in.a == Algo::collnet_chain;
+  double bw = (in.sys.nodes <= 2 || collnet) ? in.g.bw_intra : in.g.bw_inter;
+  if (in.a == Algo::nvls) bw = std::min(in.g.bw_intra, in.g.bw_inter);
+  if (in.a == Algo::nvls_tree)
+    bw = std::min(in.g.bw_intra, in.sys.nodes <= 2 ? in.g.bw_inter : in.g.bw_inter / 2);
+  double bus = nch * bw;
+  const bool multi_or_reduce = in.sys.nodes > 1 || in.op == CollectiveOp::allreduce || in.op == CollectiveOp::reduce;
+  if (in.a == Algo::ring && in.p == Proto::ll) bus = std::min(in.ll_max, bus * (multi_or_reduce ? 0.25 : 1.0 / 3.0));
+  if (in.a == Algo::ring && in.p == Proto::ll128)
+    bus = std::min(bus * (in.sys.ppn < 2 ? 0.7 : 0.92), nch * v.per_ch_max_ring_ll128[in.row]);
+  if (in.a == Algo::tree) {
+    bus = std::min(bus * .92, nch * v.per_ch_max_tree[in.row][in.n_index]);
+    if (in.p == Proto::ll) bus = std::min(bus / 3.8, in.ll_max);
+    if (in.p == Proto::ll128)
+      bus = std::min(bus * (in.sys.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * v.per_ch_max_tree_ll128[in.row][in.n_index]);
+  }
+  return bus;
+}
+
+double bus_bw_head(const BwInputs& in, const VersionConstants& v) {
+  const double nch = in.g.channels;
+  const double ppn = in.sys.ppn;
+  const bool collnet = in.a == Algo::collnet_direct || in.a == Algo::collnet_chain;
+  const bool nvls = in.a == Algo::nvls || in.a == Algo::nvls_tree;
+  double bw = (in.sys.nodes <= 2 || collnet) ? in.g.bw_intra : in.g.bw_inter;
+  if (nvls) {
+    const int nv = in.row >= 3 ? 1 : 0;   // Hopper row 0, Blackwell row 1
+    const double factor = in.op == CollectiveOp::allreduce ? 2.0 : (ppn - 1) / ppn;
+    bw = std::min(in.g.bw_intra * v.nvls_efficiency[nv] * (nch - 1) / nch * factor,
+                  in.g.bw_inter * (in.a == Algo::nvls_tree && in.sys.nodes <= 2 ? 2.0 : 1.0));
+    if (in.a == Algo::nvls_tree) bw = std::min(bw, v.per_ch_max_nvls_tree[nv][in.n_index]);
+  }
+  double bus = nch * bw;
+  if (in.a == Algo::ring && in.p == Proto::ll) bus = std::min(in.ll_max, 0.5 * bus);
+  if (in.a == Algo::ring && in.p == Proto::ll128)
+    bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), nch * v.per_ch_max_ring_ll128[in.row]);
+  if (in.a == Algo::tree) {
+    bus = std::min(bus * 0.92, nch * v.per_ch_max_tree[in.row][in.n_index]);
+    if (in.p == Proto::ll) bus = std::min(bus / 3.8, in.ll_max);
+    if (in.p == Proto::ll128)
+      bus = std::min(bus * (in.sys.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                     nch * v.per_ch_max_tree_ll128[in.row][in.n_index]);
+  }
+  return bus;
+}
+
 Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Graphs& graphs, Algo a, Proto p,
-                  int forced_channels) {
+                  int forced_channels, const VersionConstants& v) {
   Estimate e;
   e.algo = a;
   e.proto = p;
-  e.why_disabled = disabled_reason(sys, a, p);
+  e.why_disabled = disabled_reason(sys, a, p, v);
   if (!e.why_disabled.empty()) return e;
 
   const int n = sys.ranks;
@@ -262,8 +331,7 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
   const double ppn = sys.ppn;
   const int row = arch_row(sys.sm);
   const int n_index = nodes <= 2 ? nodes - 1 : 2;
-  const double ll_max = kLlMaxBw[nodes == 1 ? row : (sys.amd_cpu ? 1 : 0)][n_index];
-  const bool collnet = a == Algo::collnet_direct || a == Algo::collnet_chain;
+  const double ll_max = v.ll_max_bw[nodes == 1 ? row : (sys.amd_cpu ? 1 : 0)][n_index];
   const bool nvls = a == Algo::nvls || a == Algo::nvls_tree;
   const Graph& g = nvls ? graphs.nvls : a == Algo::ring ? graphs.ring : graphs.tree;
   if (g.channels == 0) {
@@ -273,27 +341,11 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
   e.channels = g.channels;
   const double nch = g.channels;
 
-  // Bandwidth (tuning.cc ncclTopoTuneModel "Various model refinements").
-  double bw = (nodes <= 2 || collnet) ? g.bw_intra : g.bw_inter;
-  if (nvls) {
-    const int nv = row >= 3 ? 1 : 0;   // Hopper row 0, Blackwell row 1
-    const double factor = op == CollectiveOp::allreduce ? 2.0 : (ppn - 1) / ppn;
-    bw = std::min(g.bw_intra * kNvlsEfficiency[nv] * (nch - 1) / nch * factor,
-                  g.bw_inter * (a == Algo::nvls_tree && nodes <= 2 ? 2.0 : 1.0));
-    if (a == Algo::nvls_tree) bw = std::min(bw, kPerChMaxNvlsTreeBw[nv][n_index]);
-  }
-  double bus = nch * bw;
-  if (a == Algo::ring && p == Proto::ll) bus = std::min(ll_max, 0.5 * bus);
-  if (a == Algo::ring && p == Proto::ll128)
-    bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), nch * kPerChMaxRingLL128Bw[row]);
-  if (a == Algo::tree) {
-    bus = std::min(bus * 0.92, nch * kPerChMaxTreeBw[row][n_index]);
-    if (p == Proto::ll) bus = std::min(bus / 3.8, ll_max);
-    if (p == Proto::ll128)
-      bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), nch * kPerChMaxTreeLL128Bw[row][n_index]);
-  }
+  const BwInputs in{op, a, p, sys, g, ll_max, row, n_index};
+  const bool old = v.era == Era::v2_4 || v.era == Era::v2_7;
+  double bus = old ? bus_bw_v2_7(in) : v.era == Era::v2_20 ? bus_bw_v2_20(in, v) : bus_bw_head(in, v);
   const bool ag_rs = op == CollectiveOp::allgather || op == CollectiveOp::reduce_scatter;
-  if (a == Algo::collnet_direct) {
+  if (a == Algo::collnet_direct && !old) {
     if (ag_rs) {
       bus = ppn * std::min(g.bw_intra, 0.9 * g.bw_inter);
     } else {
@@ -305,34 +357,42 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
   }
   e.bus_bw = bus;
   double alg = bus;
-  if (a == Algo::ring || nvls) {
-    if (!(nvls && ag_rs)) alg *= static_cast<double>(n) / op_steps(op, n);
-  } else if (!ag_rs) {
+  if (a == Algo::ring) {
+    alg *= static_cast<double>(n) / op_steps(op, n);
+  } else if (nvls && v.era == Era::v2_20) {
+    alg *= 5.0 / 6.0;   // v2.20.3: NVLS and NVLSTree ratio 5/6
+  } else if (nvls) {
+    if (!ag_rs) alg *= static_cast<double>(n) / op_steps(op, n);
+  } else if (!ag_rs || old) {
     alg *= 0.5;
   }
 
   // Latency (tuning.cc), us.
   const int intra_row = sys.intra == IntraPath::nvlink ? 0 : 1;
-  double intra_lat = kHwLat[intra_row][ai(a)][pi(p)];
-  double inter_lat = kHwLat[2][ai(a)][pi(p)];
-  double lat = kBaseLat[ai(a)][pi(p)];
+  double intra_lat = v.hw_lat[intra_row][ai(a)][pi(p)];
+  double inter_lat = v.hw_lat[2][ai(a)][pi(p)];
+  if (old && nodes > 1 && p == Proto::ll) intra_lat *= 1.8;   // v2.7.5
+  double lat = v.base_lat[ai(a)][pi(p)];
   const int l2nodes = log2i(nodes);
   switch (a) {
     case Algo::ring:
       if (op == CollectiveOp::broadcast || op == CollectiveOp::reduce) {
-        lat += kHwLat[nodes == 1 ? intra_row : 2][kRing][pi(p)];   // sameChannels rings
+        lat += v.hw_lat[nodes == 1 ? intra_row : 2][kRing][pi(p)];   // sameChannels rings
       } else {
         const int nsteps = op_steps(op, n);
-        const int ninter = nodes == 1 ? 0 : op == CollectiveOp::allreduce ? 2 * (nodes - 1) : nodes - 1;
-        double overhead = 0;
-        if (nodes > 1) overhead = (sys.amd_cpu ? 2.0 : 1.0) * (p == Proto::simple ? 3.0 : 1.0);
+        // AllReduce inter-node steps: 2(nNodes-1) in v2.7.5 and HEAD, 2 nNodes in v2.20.3.
+        const int ar_inter = v.era == Era::v2_20 ? 2 * nodes : 2 * (nodes - 1);
+        const int ninter = nodes == 1 ? 0 : op == CollectiveOp::allreduce ? ar_inter : nodes - 1;
+        double overhead = 0;   // getNetOverhead (2.12+; absent in v2.7.5)
+        if (nodes > 1 && !old) overhead = (sys.amd_cpu ? 2.0 : 1.0) * (p == Proto::simple ? 3.0 : 1.0);
         intra_lat = std::max(intra_lat, overhead);
         lat += (nsteps - ninter) * intra_lat + ninter * inter_lat;
       }
       break;
     case Algo::tree: lat += 2 * ((ppn - 1) * intra_lat + l2nodes * inter_lat); break;
     case Algo::collnet_direct:
-      lat += 2 * (std::min(1.0, ppn - 1) * intra_lat + (ppn - 1) * 0.4) + inter_lat;
+      lat += old ? 2 * (ppn - 1) * intra_lat + inter_lat
+                 : 2 * (std::min(1.0, ppn - 1) * intra_lat + (ppn - 1) * 0.4) + inter_lat;
       break;
     case Algo::collnet_chain: lat += 2 * (ppn - 1) * intra_lat + inter_lat; break;
     case Algo::nvls: lat = intra_lat + (nodes > 1 ? inter_lat : 0); break;
@@ -342,15 +402,18 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
   // ncclTopoGetAlgoTime (enqueue.cc / tuning.cc).
   if (a == Algo::tree) {
     const int log_size = log2i(std::max(1.0, std::floor(bytes / 64)));
-    if (log_size < 23) alg *= kTreeCorrection[pi(p)][log_size];
+    if (log_size < v.tree_correction_len) alg *= v.tree_correction[pi(p)][log_size];
   }
   if (forced_channels > 0) {
     alg = alg / nch * forced_channels;
     e.channels = forced_channels;
   }
-  if (a == Algo::ring && p == Proto::simple && nodes > 1 && op == CollectiveOp::allreduce &&
-      bytes / (nch * n) >= 64)
-    lat *= sys.sm < 80 ? 1.9 : 1.4;   // "plateau effect of ring"
+  if (a == Algo::ring && p == Proto::simple && nodes > 1 && op == CollectiveOp::allreduce) {
+    // "Plateau effect of ring": v2.7.5 x1.9 from nRanks/16 x 64 KiB; later x1.9 pre-sm80,
+    // else x1.4, from 64 B per channel and rank.
+    if (old && bytes >= n / 16.0 * 65536) lat *= 1.9;
+    if (!old && bytes / (nch * n) >= 64) lat *= sys.sm < 80 ? 1.9 : 1.4;
+  }
   e.latency_us = lat;
   e.alg_bw = alg;
   e.enabled = alg > 0;
@@ -363,7 +426,8 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
 /// the p2p channels, no tuning. Bandwidth: the ring graph's total per GPU (the same NVLink
 /// or NIC the peers share); latency: one Simple ring hop (baseLat + hwLat, as a
 /// sameChannels broadcast).
-Estimate p2p_estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Graphs& graphs) {
+Estimate p2p_estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Graphs& graphs,
+                      const VersionConstants& v) {
   Estimate e;
   e.algo = Algo::ring;
   e.proto = Proto::simple;
@@ -373,19 +437,58 @@ Estimate p2p_estimate(CollectiveOp op, double bytes, const NcclSystem& sys, cons
   e.bus_bw = bw;
   // Per rank, alltoall sends (n-1)/n of its buffer to its peers; sendrecv all of it.
   e.alg_bw = op == CollectiveOp::alltoall ? bw * sys.ranks / std::max(1, sys.ranks - 1) : bw;
-  e.latency_us = kBaseLat[kRing][pi(Proto::simple)] +
-                 kHwLat[sys.nodes == 1 ? (sys.intra == IntraPath::nvlink ? 0 : 1) : 2][kRing][pi(Proto::simple)];
+  e.latency_us = v.base_lat[kRing][pi(Proto::simple)] +
+                 v.hw_lat[sys.nodes == 1 ? (sys.intra == IntraPath::nvlink ? 0 : 1) : 2][kRing][pi(Proto::simple)];
   e.time_us = e.latency_us + bytes / (1000.0 * e.alg_bw);
   return e;
+}
+
+/// NCCL 2.4 init.cc ncclTreeThreshold: AllReduce uses the tree up to
+/// ringbw*treebw/(ringbw-treebw)*(ringlat-treelat) bytes (never on one node); ringbw is
+/// 5000 MB/s per channel with NVLink, else 5000; treebw 3/4 of it (x2 on 2 nodes), 2/3
+/// without NVLink; ringlat 6 us per rank hop, treelat 15 us per log2(nodes) + 4 us per
+/// local hop.
+Algo v2_4_algo(CollectiveOp op, double bytes, const NcclSystem& sys, const Graphs& graphs) {
+  if (op != CollectiveOp::allreduce || sys.nodes < 2) return Algo::ring;
+  const bool nvlink = sys.intra == IntraPath::nvlink;
+  const double ringbw = nvlink ? 5000.0 * graphs.ring.channels : 5000.0;
+  double treebw = nvlink ? ringbw * 3 / 4 : ringbw * 2 / 3;
+  if (nvlink && sys.nodes == 2) treebw *= 2;
+  const double ringlat = 6.0 * (sys.ranks - 1);
+  const double treelat = 15.0 * log2i(sys.nodes) + 4.0 * (sys.ranks / sys.nodes - 1);
+  if (ringlat <= treelat) return Algo::ring;
+  if (treebw > ringbw) return Algo::tree;
+  return bytes <= ringbw * treebw / (ringbw - treebw) * (ringlat - treelat) ? Algo::tree : Algo::ring;
+}
+
+/// NCCL 2.4 enqueue.cc getKernelInfo: LL up to nc x nt x nchunksPerLoop x perThreadThreshold
+/// bytes, with nt doubled from NCCL_LL_MIN_NTHREADS 64 to NCCL_LL_MAX_NTHREADS 256 while a
+/// thread has more than NCCL_LL_CHANNEL_THRESHOLD 8 B, nc = bytes / (nt x nchunks x 8)
+/// capped by the channels, perThreadThreshold NCCL_THREAD_THRESHOLD 64 (x4 for trees);
+/// nchunksPerLoop is nRanks for ring AllReduce/AllGather/ReduceScatter, else 1 (2.4 core.h).
+Proto v2_4_proto(CollectiveOp op, double bytes, const NcclSystem& sys, const Graphs& graphs, Algo algo) {
+  const bool ring_pattern = algo == Algo::ring && (op == CollectiveOp::allreduce || op == CollectiveOp::allgather ||
+                                                   op == CollectiveOp::reduce_scatter);
+  const double nchunks = ring_pattern ? sys.ranks : 1;
+  double nt = 64;
+  while (std::ceil(bytes / (nt * nchunks)) > 8 && nt * 2 <= 256) nt *= 2;
+  const double nc = std::clamp(std::ceil(bytes / (nt * nchunks * 8)), 1.0, std::max(1.0, 1.0 * graphs.ring.channels));
+  const double threshold = nc * nt * nchunks * 64 * (algo == Algo::tree ? 4 : 1);
+  return bytes <= threshold ? Proto::ll : Proto::simple;
 }
 
 }  // namespace
 
 Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const Forced& forced) {
+  return nccl_tune(op, bytes, sys, forced, head_version());
+}
+
+Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const Forced& forced,
+                 const VersionConstants& version) {
   Tuning t;
   t.graphs = search_graphs(sys);
   if (op == CollectiveOp::alltoall || op == CollectiveOp::sendrecv) {
-    t.choice = p2p_estimate(op, bytes, sys, t.graphs);
+    t.choice = p2p_estimate(op, bytes, sys, t.graphs, version);
     if (forced.channels > 0) {
       t.choice.alg_bw = t.choice.alg_bw / t.choice.channels * forced.channels;
       t.choice.channels = forced.channels;
@@ -400,11 +503,17 @@ Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const For
       const Algo algo = static_cast<Algo>(a);
       const Proto proto = static_cast<Proto>(p);
       if (!implements(op, algo, proto)) continue;
-      Estimate e = estimate(op, bytes, sys, t.graphs, algo, proto, forced.channels);
+      Estimate e = estimate(op, bytes, sys, t.graphs, algo, proto, forced.channels, version);
       t.estimates.push_back(e);
       if (!e.enabled) continue;
       if (forced.has_algo && forced.algo != algo) continue;
       if (forced.has_proto && forced.proto != proto) continue;
+      if (version.era == Era::v2_4 && !(forced.has_algo && forced.has_proto)) {
+        // NCCL 2.4 has no argmin: its thresholds pick the pair (forced parts stay forced).
+        const Algo want_algo = forced.has_algo ? forced.algo : v2_4_algo(op, bytes, sys, t.graphs);
+        const Proto want_proto = forced.has_proto ? forced.proto : v2_4_proto(op, bytes, sys, t.graphs, want_algo);
+        if (algo != want_algo || proto != want_proto) continue;
+      }
       if (!found || e.time_us < t.choice.time_us) {
         t.choice = e;
         found = true;

@@ -107,6 +107,12 @@ struct Tuning {
 /// (one step to each peer) and are never tuned.
 Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const Forced& forced = {});
 
+struct VersionConstants;   // models/collectives/nccl_versions.hpp
+/// @brief `nccl_tune` with the constants and selection rules of one NCCL release (the
+/// overload above uses HEAD). For 2.4 the choice follows its tree/LL thresholds, not argmin.
+Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const Forced& forced,
+                 const VersionConstants& version);
+
 /// @brief Channels NCCL launches for the chosen (algo, proto) on `bytes` (enqueue.cc
 /// topoGetAlgoInfo, 2.19-2.30): rings and trees drop channels while
 /// bytes < channels x maxThreads x threadThreshold (tuning.cc: maxThreads LL 512, LL128 640,
@@ -127,7 +133,8 @@ double nvlink_bw_per_link(int sm);
 /// @brief NCCL's PCIe figure (topo.h): width * (60|120|240|480 for Gen3..6) / 80 GB/s.
 double pcie_bw(int gen, int width);
 
-/// @brief hwLat[path][algo][proto] of tuning.cc at HEAD; path 0 NVLink, 1 PCI, 2 NET.
+/// @brief hwLat[path][algo][proto] of tuning.cc at HEAD; path 0 NVLink, 1 PCI, 2 NET
+/// (other releases: VersionConstants::hw_lat).
 double hw_latency(int path, Algo algo, Proto proto);
 /// @brief baseLat[algo][proto] of tuning.cc at HEAD.
 double base_latency(Algo algo, Proto proto);

@@ -2,8 +2,11 @@
 /// bandwidth-optimal ring allreduce): allgather and reduce-scatter in n-1 ring steps,
 /// allreduce as reduce-scatter then allgather, broadcast and reduce as a pipelined chain
 /// along the ring from / to the root. Each of `channels` channels moves its own piece of
-/// every block, as NCCL splits a buffer over its rings.
+/// every block on its own ring (channel_ring_orders: across nodes each channel enters and
+/// leaves a node through other GPUs and NICs, as NCCL's rings do); unset channels default
+/// to one per NIC across nodes (default_ring_channels).
 #include <algorithm>
+#include <cstdint>
 
 #include "models/collectives/lowering.hpp"
 #include "models/collectives/ring_order.hpp"
@@ -11,10 +14,31 @@
 namespace stepsim::models {
 namespace {
 
-std::string describe_order(const std::vector<int>& order) {
-  std::string text = "ring order:";
+/// Largest allgather / reduce-scatter stored step by step (n-1 rounds of n steps per channel)
+/// when the channels' rings differ; beyond it every channel shares channel 0's ring, whose
+/// passes stay compact. Those ops fix block b at rank b, so a ring is a constant block
+/// shift only when its ranks are consecutive, which per-channel rotations break.
+constexpr std::int64_t kMaxExplicitRingSteps = std::int64_t{1} << 20;
+
+std::string describe_order(const std::string& label, const std::vector<int>& order) {
+  std::string text = label + ":";
   for (std::size_t i = 0; i < order.size() && i < 16; ++i) text.append(" ").append(std::to_string(order[i]));
   return order.size() > 16 ? text.append(" ...") : text;
+}
+
+/// Notes naming each channel's ring (the first 8 channels; later ones repeat their pattern).
+void describe_rings(Schedule& s, const std::vector<std::vector<int>>& rings, const std::string& what) {
+  const bool shared = std::all_of(rings.begin(), rings.end(), [&](const auto& r) { return r == rings.front(); });
+  if (shared) {
+    s.notes.push_back(describe_order(what, rings.front()));
+    return;
+  }
+  for (std::size_t c = 0; c < rings.size() && c < 8; ++c)
+    s.notes.push_back(describe_order("channel " + std::to_string(c) + " " + what, rings[c]));
+}
+
+int ring_channels(const CollectiveContext& ctx) {
+  return ctx.options.channels > 0 ? ctx.options.channels : default_ring_channels(ctx);
 }
 
 class Ring : public Algorithm {
@@ -30,37 +54,58 @@ class Ring : public Algorithm {
   Schedule lower(const CollectiveSpec& spec, const CollectiveContext& ctx) const override {
     lowering::require(*this, "ring", spec, ctx);
     const int n = spec.ranks;
-    const int channels = lowering::channel_count(ctx);
-    const std::vector<int> order = ring_order(ctx);
-    if (spec.op == CollectiveOp::broadcast || spec.op == CollectiveOp::reduce) return chain(spec, ctx, order);
+    const int channels = ring_channels(ctx);
+    std::vector<std::vector<int>> rings = channel_ring_orders(ctx, channels);
+    if (spec.op == CollectiveOp::broadcast || spec.op == CollectiveOp::reduce) return chain(spec, ctx, rings);
 
     Schedule s = lowering::start(spec, "ring", n, channels, channels);
-    s.notes.push_back(describe_order(order));
+    if (spec.op == CollectiveOp::allreduce) {
+      describe_rings(s, rings, "ring order");
+      if (n < 2) return s;
+      // Allreduce blocks have no home rank, so position p of every ring owns block p: each
+      // channel's pass is the same constant shift whatever its order, one compact round.
+      const lowering::Owned at_position = [](int, int p, int c) {
+        return std::vector<lowering::CellRun>{{p, 1, c}};
+      };
+      lowering::append_channel_ring_pass(s, rings, at_position, Combine::reduce, 1);
+      lowering::append_channel_ring_pass(s, rings, at_position, Combine::replace, 0);
+      return s;
+    }
+    // Allgather / reduce-scatter: position p owns the block of the rank standing there (its
+    // input, its output); compact when the ring's ranks are consecutive.
+    const bool differ = std::any_of(rings.begin(), rings.end(), [&](const auto& r) { return r != rings.front(); });
+    if (differ && static_cast<std::int64_t>(n) * (n - 1) * channels > kMaxExplicitRingSteps) {
+      rings.assign(rings.size(), rings.front());
+      s.notes.push_back("every channel on channel 0's ring: per-channel rings of " + std::to_string(n) +
+                        " ranks would be stored step by step");
+    }
+    describe_rings(s, rings, "ring order");
     if (n < 2) return s;
-    // Position p owns the block of the rank standing there (its allgather input, its
-    // reduce-scatter output); with the identity order the pass is one compact round.
-    const lowering::Owned own = [&](int, int p, int c) {
-      return std::vector<lowering::CellRun>{{order[static_cast<std::size_t>(p)], 1, c}};
+    const lowering::Owned at_rank = [&](int ring, int p, int c) {
+      return std::vector<lowering::CellRun>{{rings[static_cast<std::size_t>(ring)][static_cast<std::size_t>(p)], 1, c}};
     };
-    const std::vector<std::vector<int>> rings = {order};
-    if (spec.op != CollectiveOp::allgather) lowering::append_ring_pass(s, rings, own, Combine::reduce, 1);
-    if (spec.op != CollectiveOp::reduce_scatter) lowering::append_ring_pass(s, rings, own, Combine::replace, 0);
+    if (spec.op == CollectiveOp::reduce_scatter) lowering::append_channel_ring_pass(s, rings, at_rank, Combine::reduce, 1);
+    else lowering::append_channel_ring_pass(s, rings, at_rank, Combine::replace, 0);
     return s;
   }
 
  private:
-  /// Broadcast: root -> next -> ... ; reduce: root's successor -> ... -> root, both pipelined
-  /// in chunks so every hop works at once after the fill.
-  static Schedule chain(const CollectiveSpec& spec, const CollectiveContext& ctx, std::vector<int> order) {
-    const int channels = lowering::channel_count(ctx);
-    const int chunks = lowering::chunk_count(ctx, spec.bytes, channels);
+  /// Broadcast: root -> next -> ... ; reduce: root's successor -> ... -> root, each channel
+  /// along its own ring, pipelined in chunks so every hop works at once after the fill.
+  static Schedule chain(const CollectiveSpec& spec, const CollectiveContext& ctx, std::vector<std::vector<int>> rings) {
+    const int channels = static_cast<int>(rings.size());
+    const int chunks = lowering::pipeline_chunk_count(ctx, spec.bytes, channels, spec.ranks - 1);
     Schedule s = lowering::start(spec, "ring", chunks, channels, channels);
-    auto root = std::find(order.begin(), order.end(), spec.root);
     const bool broadcast = spec.op == CollectiveOp::broadcast;
-    std::rotate(order.begin(), broadcast ? root : root + 1, order.end());
-    s.notes.push_back(describe_order(order));
-    s.notes.push_back(std::to_string(chunks) + " pipeline chunks per channel");
-    lowering::append_chains(s, {order}, broadcast ? Combine::replace : Combine::reduce);
+    for (std::vector<int>& order : rings) {
+      auto root = std::find(order.begin(), order.end(), spec.root);
+      std::rotate(order.begin(), broadcast ? root : root + 1, order.end());
+    }
+    describe_rings(s, rings, "chain");
+    std::string chunk_note = std::to_string(chunks) + " pipeline chunks per channel";
+    if (chunks < lowering::chunk_count(ctx, spec.bytes, channels)) chunk_note += " (fewer than the chunk size asks: bounded schedule size)";
+    s.notes.push_back(chunk_note);
+    lowering::append_channel_chains(s, rings, broadcast ? Combine::replace : Combine::reduce);
     return s;
   }
 };
@@ -68,6 +113,6 @@ class Ring : public Algorithm {
 }  // namespace
 
 STEPSIM_REGISTER_ALGORITHM(Ring, "ring",
-                           "NCCL-style ring: n-1 steps per phase, pipelined chain for broadcast/reduce")
+                           "NCCL-style ring: n-1 steps per phase, one ring per channel, pipelined chain for broadcast/reduce")
 
 }  // namespace stepsim::models

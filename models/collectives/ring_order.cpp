@@ -1,5 +1,6 @@
 #include "models/collectives/ring_order.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "models/collectives/lowering.hpp"
@@ -77,6 +78,46 @@ std::vector<int> widest_order(const CollectiveContext& ctx, const std::vector<in
   std::vector<int> order;
   for (int index : WidestSearch(bw, closed).run()) order.push_back(ranks[static_cast<std::size_t>(index)]);
   return order;
+}
+
+namespace {
+
+/// Narrowest hop of `order` walked as an open path.
+double path_bottleneck(const CollectiveContext& ctx, const std::vector<int>& order) {
+  double narrowest = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i + 1 < order.size(); ++i) narrowest = std::min(narrowest, ctx.route(order[i], order[i + 1]).bandwidth);
+  return narrowest;
+}
+
+}  // namespace
+
+int default_ring_channels(const CollectiveContext& ctx) {
+  const std::vector<std::vector<int>> nodes = lowering::ranks_by_node(ctx);
+  if (nodes.size() == 1) return 1;
+  std::size_t smallest = nodes.front().size();
+  for (const auto& node : nodes) smallest = std::min(smallest, node.size());
+  const std::size_t nics = std::max<std::size_t>(1, ctx.platform.node().nics.size());
+  return static_cast<int>(std::min(nics, smallest));
+}
+
+std::vector<std::vector<int>> channel_ring_orders(const CollectiveContext& ctx, int channels) {
+  const std::vector<std::vector<int>> nodes = lowering::ranks_by_node(ctx);
+  if (nodes.size() == 1 || channels == 1)
+    return std::vector<std::vector<int>>(static_cast<std::size_t>(channels), ring_order(ctx));
+  std::vector<std::vector<int>> rings(static_cast<std::size_t>(channels));
+  for (const auto& node : nodes) {
+    const std::vector<int> path = widest_order(ctx, node, false);
+    const std::vector<int> cycle = widest_order(ctx, node, true);
+    const double widest = path_bottleneck(ctx, path);
+    const int len = static_cast<int>(cycle.size());
+    for (int c = 0; c < channels; ++c) {
+      std::vector<int> order = cycle;
+      std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(c) * len / channels, order.end());
+      if (path_bottleneck(ctx, order) < widest) order = path;
+      rings[static_cast<std::size_t>(c)].insert(rings[static_cast<std::size_t>(c)].end(), order.begin(), order.end());
+    }
+  }
+  return rings;
 }
 
 std::vector<int> ring_order(const CollectiveContext& ctx) {
