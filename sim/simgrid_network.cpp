@@ -92,24 +92,23 @@ int SimgridNetwork::add_duplex_link(BytesPerSecond bandwidth) {
   return id;
 }
 
-int SimgridNetwork::add_shared_link(BytesPerSecond bandwidth) {
+int SimgridNetwork::add_single_link(BytesPerSecond bandwidth, bool shared) {
+  const auto policy = shared ? sg4::Link::SharingPolicy::SHARED : sg4::Link::SharingPolicy::FATPIPE;
   const int id = static_cast<int>(impl_->links.size());
   impl_->links.push_back(impl_->zone->create_link(fmt::format("l{}", id), bandwidth * impl_->byte_scale)
-                             ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
+                             ->set_sharing_policy(policy)
                              ->set_latency(0)
                              ->seal());
   impl_->split.push_back(false);
   return id;
 }
 
+int SimgridNetwork::add_shared_link(BytesPerSecond bandwidth) {
+  return add_single_link(bandwidth, /*shared=*/true);
+}
+
 int SimgridNetwork::add_rate_cap(BytesPerSecond bandwidth) {
-  const int id = static_cast<int>(impl_->links.size());
-  impl_->links.push_back(impl_->zone->create_link(fmt::format("l{}", id), bandwidth * impl_->byte_scale)
-                             ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
-                             ->set_latency(0)
-                             ->seal());
-  impl_->split.push_back(false);
-  return id;
+  return add_single_link(bandwidth, /*shared=*/false);
 }
 
 void SimgridNetwork::add_route(int src_host, int dst_host, const std::vector<RouteLink>& links) {

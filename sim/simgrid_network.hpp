@@ -51,6 +51,10 @@ class SimgridNetwork {
   void run(const std::function<void(std::uint64_t tag, Seconds now)>& on_finish);
 
  private:
+  /// @brief One link for both directions: shared by all its flows (SHARED) or bounding each
+  /// flow on its own (FATPIPE, the per-step rate cap).
+  int add_single_link(BytesPerSecond bandwidth, bool shared);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
