@@ -10,9 +10,10 @@
 ///    (0.5), LL128 120 B per 128 B line, Simple 1 (NCCL device.h, papers.md §4);
 ///  - launch_latency carries NCCL's latency estimate (baseLat + hops x hwLat) minus the
 ///    route latencies the engine already charges per round, because NCCL's pipelined
-///    channels overlap per-step latency with data movement; step_latency is 0 except for
-///    ring Simple, whose every step hands over loops x 2 slices, each at a calibrated
-///    cost the tuning model does not charge (nccl_slices.hpp);
+///    channels overlap per-step latency with data movement; step_latency is the
+///    handovers a step makes that the tuning model does not charge (ring Simple: loops x
+///    2 slices, ring LL128: warp trips, NVLS: one per chunk step), each at a calibrated
+///    per-architecture cost (nccl_slices.hpp), 0 where none is calibrated;
 ///  - channels are the ones NCCL launches (enqueue.cc topoGetAlgoInfo: fewer for small
 ///    messages, NVLS's own count) and pipelined layouts get one chunk per NCCL loop
 ///    (calcCollChunking), so a message of a few loops pays the pipeline fill.
@@ -190,8 +191,8 @@ class Nccl : public Algorithm {
     if (spec.op == CollectiveOp::alltoall && n > 1) per_channel = e.alg_bw * (n - 1.0) / n / graph_channels / (n - 1);
     s.protocol.name = nccl::to_string(e.proto);
     s.protocol.efficiency = wire_efficiency(e.proto);
-    s.protocol.step_latency = nccl::ring_slices_per_step(spec.op, e.algo, e.proto, spec.bytes, sys, channels) *
-                              nccl::simple_slice_overhead_us(sys.sm) * 1e-6;
+    s.protocol.step_latency = nccl::handovers_per_step(spec.op, e.algo, e.proto, spec.bytes, sys, channels) *
+                              nccl::handover_us(e.algo, e.proto, sys.sm) * 1e-6;
     s.protocol.per_step_bandwidth_cap = per_channel * kGB;
     s.launch_latency = std::max(0.0, e.latency_us * 1e-6 - inherent_latency(s, ctx));
 

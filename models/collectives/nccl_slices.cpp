@@ -1,26 +1,64 @@
-/// @file Ring Simple slice handovers (see nccl_slices.hpp).
+/// @file Handovers of NCCL's ring and NVLS kernels (see nccl_slices.hpp).
 #include "models/collectives/nccl_slices.hpp"
 
-namespace stepsim::models::nccl {
+#include <algorithm>
+#include <cmath>
 
-int ring_slices_per_step(CollectiveOp op, Algo algo, Proto proto, double bytes, const NcclSystem& sys,
-                         int channels) {
-  const bool ring_op =
-      op == CollectiveOp::allreduce || op == CollectiveOp::allgather || op == CollectiveOp::reduce_scatter;
-  if (!ring_op || algo != Algo::ring || proto != Proto::simple || sys.ranks < 2) return 0;
-  return loop_count(op, algo, proto, bytes, sys, channels) * kSimpleRingSlicesPerChunk;
+namespace stepsim::models::nccl {
+namespace {
+
+// LL128 chunk per loop and ring step: one FIFO step of data, 120 x 640 x 8 B x 15/16
+// (NCCL_LL128_ELEMS_PER_THREAD x NCCL_LL128_MAX_NTHREADS, device.h).
+constexpr double kLL128StepBytes = 120.0 * 640 * 8 * 15 / 16;
+
+/// LL128 warp trips of one channel per ring step: each loop's chunk (calcCollChunking,
+/// the last loop shares what is left evenly over channels x ranks) in 38400 B trips.
+int ll128_trips(double bytes, int ranks, int channels) {
+  const double per_loop = static_cast<double>(channels) * ranks;
+  int trips = 0;
+  for (double left = bytes; left > 0;) {
+    const double chunk = std::min(kLL128StepBytes, std::ceil(left / per_loop));
+    trips += static_cast<int>(std::ceil(chunk / kLL128TripBytes));
+    left -= chunk * per_loop;
+  }
+  return trips;
 }
 
-double simple_slice_overhead_us(int sm) {
-  // Written-down calibration (no NCCL constant prices a slice handover). Fitted by least
-  // squares of ln(predicted / measured busbw) over the ring Simple points >= 1 MiB of ONE
-  // data set per architecture, validated on another of the same architecture:
-  //  - sm80: azure-nd-a100-v4-8gpu-allreduce.txt (NCCL 2.18.5, 8x A100, 12 channels),
-  //    its 9 ring Simple points 32 MiB-8 GiB: h = 4.9 us, rms log error 0.174 -> 0.063;
-  //    validation on stas00 T1 (another A100 node, 12 points): 0.165 -> 0.065.
-  // Other architectures stay uncalibrated (0): H100/H200/B200 8-GPU allreduce runs NVLS,
-  // and the DGX-2 (sm70) ring Simple allreduce is already predicted slower than measured.
-  return sm == 80 ? 4.9 : 0.0;
+}  // namespace
+
+int handovers_per_step(CollectiveOp op, Algo algo, Proto proto, double bytes, const NcclSystem& sys, int channels) {
+  if (sys.ranks < 2) return 0;
+  if (algo == Algo::nvls) return op == CollectiveOp::allreduce && sys.nodes == 1 ? 1 : 0;
+  const bool ring_op =
+      op == CollectiveOp::allreduce || op == CollectiveOp::allgather || op == CollectiveOp::reduce_scatter;
+  if (!ring_op || algo != Algo::ring) return 0;
+  if (proto == Proto::simple) return loop_count(op, algo, proto, bytes, sys, channels) * kSimpleRingSlicesPerChunk;
+  if (proto == Proto::ll128) return ll128_trips(bytes, sys.ranks, std::max(1, channels));
+  return 0;
+}
+
+double handover_us(Algo algo, Proto proto, int sm) {
+  // Written-down calibration (no NCCL constant prices a handover). Each entry is fitted by
+  // least squares of ln(predicted / measured busbw) over ONE data set's points >= 1 MiB
+  // where NCCL runs that (algo, proto), and validated on the other data sets of the same
+  // architecture (rms log error before -> after):
+  //  - sm80 ring Simple, h = 4.9 us: azure-nd-a100-v4-8gpu (NCCL 2.18.5, 12 channels), 9
+  //    points 32 MiB-8 GiB, 0.174 -> 0.063; validation stas00 A100 T1, 12 points: 0.165 -> 0.065.
+  //  - sm80 ring LL128, h = 1.2 us per warp trip: azure-nd-a100-v4-8gpu, 4 points 2-16 MiB,
+  //    0.357 -> 0.052; validation stas00 A100 T1 (4-16 MiB, 3 points) 0.350 -> 0.115, abci
+  //    1 node (NCCL 2.8.4, 4 and 8 GPUs, 6 points) 0.829 -> 0.527; aws-p4de runs no LL128.
+  //  - sm90 NVLS, h = 3.5 us per chunk step: azure-nd-h100-v5-8gpu (NCCL 2.18.5), 14 points
+  //    1 MiB-8 GiB, 0.143 -> 0.060; validation azure-nd-h200-v5 (14) 0.094 -> 0.070,
+  //    stas00 H200 (19) 0.164 -> 0.087, aws-p5 1 node (14) 0.103 -> 0.042; hgx-h100 (NCCL
+  //    2.29.2, 10 points >= 32 MiB only) gets worse, 0.043 -> 0.063, as large messages pay
+  //    a handover the NCCL bandwidth figure already absorbs.
+  // Uncalibrated (0): ring LL (azure-a100 has one LL point >= 1 MiB); Hopper ring Simple and
+  // LL128 (its 8-GPU allreduces run NVLS); sm100 NVLS and sm70 (one data set each: a fit
+  // there would be judged on the data it was fitted to).
+  if (algo == Algo::ring && proto == Proto::simple) return sm == 80 ? 4.9 : 0.0;
+  if (algo == Algo::ring && proto == Proto::ll128) return sm == 80 ? 1.2 : 0.0;
+  if (algo == Algo::nvls) return sm == 90 ? 3.5 : 0.0;
+  return 0.0;
 }
 
 }  // namespace stepsim::models::nccl

@@ -1,14 +1,22 @@
 #pragma once
-/// @file Slices of NCCL's ring Simple protocol and the cost of handing each one over.
+/// @file Handovers of NCCL's ring and NVLS kernels and the cost of each one.
 ///
-/// NCCL's ring kernels move a chunk per ring step in SLICESPERCHUNK slices
-/// (src/device/common.h / collectives.h, 2.18-2.30: ALLREDUCE_CHUNKSTEPS = NCCL_STEPS/2 = 4,
-/// ALLREDUCE_SLICESTEPS = NCCL_STEPS/4 = 2, the same for allgather / reduce-scatter, so 2
-/// slices per chunk), one chunk per loop (calcCollChunking). prims_simple.h genericOp
-/// handles every slice as waitPeer -> barrier -> copy -> barrier -> fence + postPeer: a
-/// handover the channel's CTA does serially, so a channel's step costs its slices'
-/// handovers on top of the copy. NCCL's tuning model charges hwLat once per ring step and
-/// never per slice or per loop; the difference is what single-node rings miss at 1-256 MiB.
+/// NCCL's tuning model charges hwLat once per ring step (or once per NVLS collective) and
+/// never per handover, but its device code hands data over many times per step:
+///  - ring Simple (prims_simple.h genericOp, 2.18-2.30): every slice of every loop runs
+///    waitPeer -> barrier -> copy -> barrier -> fence + postPeer, serially in the channel's
+///    CTA; a chunk is CHUNKSTEPS / SLICESTEPS = 4 / 2 = 2 slices (common.h / collectives.h:
+///    ALLREDUCE_CHUNKSTEPS = NCCL_STEPS/2, ALLREDUCE_SLICESTEPS = NCCL_STEPS/4), one chunk
+///    per loop (enqueue.cc calcCollChunking);
+///  - ring LL128 (prims_ll128.h GenericOp): each of the NCCL_LL128_MAX_NTHREADS / 32 = 20
+///    warps moves WARP_SIZE x NCCL_LL128_SHMEM_ELEMS_PER_THREAD = 256 wire words (2 KiB,
+///    1920 B of data) per trip and must poll those lines' flags before forwarding them, so
+///    a channel hands over 20 x 1920 = 38400 B per trip; a loop's chunk is one FIFO step
+///    (chunkSteps = sliceSteps = 1) of at most 576000 B;
+///  - NVLS (all_reduce.h runRing NVLS, ProtoSimple<1,1>): one slice per chunk, so every
+///    chunk's multimem reduce and its multicast store each are one handover.
+/// The cost of a handover is no NCCL constant: it is a written-down calibration per
+/// architecture (table in nccl_slices.cpp, with fit set and validation residuals).
 ///
 /// Contract: pure functions of their inputs; times in microseconds (NCCL's unit).
 #include "models/collectives/nccl_tuning.hpp"
@@ -18,15 +26,18 @@ namespace stepsim::models::nccl {
 /// @brief Slices per chunk of ring Simple allreduce / allgather / reduce-scatter
 /// (CHUNKSTEPS / SLICESTEPS = 4 / 2).
 constexpr int kSimpleRingSlicesPerChunk = 2;
+/// @brief Data bytes one LL128 channel hands over per trip of its warps
+/// (640 / 32 warps x 32 threads x 8 words x 15/16 data x 8 B).
+constexpr double kLL128TripBytes = 20.0 * 32 * 8 * 8 * 15 / 16;
 
-/// @brief Slice handovers one channel makes per ring step: loops x slices per chunk, for
-/// ring Simple allreduce / allgather / reduce-scatter; 0 for anything else (LL and LL128
-/// have no slices: every 8 B / 128 B line carries its own flag).
-int ring_slices_per_step(CollectiveOp op, Algo algo, Proto proto, double bytes, const NcclSystem& sys,
-                         int channels);
+/// @brief Handovers one channel makes per step of the lowered schedule: for ring
+/// allreduce / allgather / reduce-scatter, Simple loops x 2 slices and LL128 warp trips
+/// summed over its loops; for single-node NVLS allreduce 1 (a step is one chunk's reduce
+/// or multicast); 0 for anything else.
+int handovers_per_step(CollectiveOp op, Algo algo, Proto proto, double bytes, const NcclSystem& sys, int channels);
 
-/// @brief Calibrated cost of one Simple slice handover (us) for a GPU architecture, 0 where
-/// no data set calibrates it (see the table in nccl_slices.cpp for fit and residuals).
-double simple_slice_overhead_us(int sm);
+/// @brief Calibrated cost of one handover (us) of (algo, proto) on a GPU architecture, 0
+/// where no data set calibrates it (see the table in nccl_slices.cpp).
+double handover_us(Algo algo, Proto proto, int sm);
 
 }  // namespace stepsim::models::nccl

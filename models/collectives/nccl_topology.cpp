@@ -20,11 +20,38 @@ bool crosses_nvswitch(const platforms::Platform& platform, const platforms::Rout
   return false;
 }
 
+/// A GPU-to-GPU PCIe route through the host: NCCL's path when P2P is off (paths.cc
+/// ncclTopoComputePaths: "Divert all traffic through the CPU", addInterStep -> PATH_PHB).
+/// NCCL's graph holds only its PCI links, not the host staging behind them, so its figure is the
+/// narrowest full-duplex (wire) hop; the search then charges Intel root complexes 6/5 of the
+/// speed on PHB paths (search.cc followPath, topo.h INTEL_P2P_OVERHEAD(bw) = bw*6/5).
+double nccl_host_path_bw(const platforms::Platform& platform, const platforms::Route& route) {
+  double wire = std::numeric_limits<double>::infinity();
+  for (const platforms::Hop& hop : route.hops) {
+    const platforms::Link link = platform.link(hop.link);
+    if (!link.half_duplex) wire = std::min(wire, link.bandwidth);
+  }
+  const double bw = wire / kGB * kNcclPciePerWire;
+  return platform.cpu_vendor == "intel" ? bw * 5.0 / 6.0 : bw;
+}
+
+bool crosses_cpu(const platforms::Platform& platform, const platforms::Route& route) {
+  for (const platforms::Hop& hop : route.hops) {
+    const platforms::Link link = platform.link(hop.link);
+    if (platform.vertex(link.a).kind == platforms::VertexKind::cpu ||
+        platform.vertex(link.b).kind == platforms::VertexKind::cpu)
+      return true;
+  }
+  return false;
+}
+
 /// One route's bandwidth in NCCL's figures (GB/s).
 double nccl_route_bw(const platforms::Platform& platform, const platforms::Route& route) {
   const platforms::GpuModel& gpu = platform.gpu();
   if (route.worst == platforms::LinkType::nvlink && gpu.nvlink_bandwidth_per_link > 0)
     return route.bandwidth / gpu.nvlink_bandwidth_per_link * nvlink_bw_per_link(gpu.sm_version);
+  if (route.worst == platforms::LinkType::pcie && crosses_cpu(platform, route))
+    return nccl_host_path_bw(platform, route);
   return route.bandwidth / kGB * kNcclPciePerWire;
 }
 

@@ -16,7 +16,8 @@ namespace stepsim::models::nccl {
 ///  - intra_bw: the narrowest hop of the node's ring (ring_order) in NCCL's figures: NVLink
 ///    routes as (route bandwidth / the GPU's per-link wire rate) x NCCL's per-link figure
 ///    (topo.h: 20.6 GB/s on sm90, ...), PCIe routes scaled like NCCL's Gen3 x16 = 12 GB/s
-///    against its 15.75 GB/s wire rate;
+///    against its 15.75 GB/s wire rate; PCIe routes through the host (P2P off) take NCCL's
+///    PHB figure: the narrowest full-duplex hop, less Intel's 6/5 P2P overhead;
 ///  - the NICs per node and NCCL's NET bandwidth (port rate / 8 = the preset's figure).
 NcclSystem nccl_system(const CollectiveContext& ctx);
 

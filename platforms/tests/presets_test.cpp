@@ -108,13 +108,18 @@ TEST(Presets, MultiNodeLeavesThroughOwnNic) {
 TEST(Presets, NoP2pPcieBouncesThroughHost) {
   Platform p = load_platform("pcie-gen3-x2");
   const Route& r = gpu_route(p, 0, 1);
-  ASSERT_EQ(r.hops.size(), 2u);
-  Link first = p.link(r.hops[0].link);
-  EXPECT_EQ(p.vertex(first.b).kind, VertexKind::cpu);
-  // Host staging is one resource for both directions (the preset's calibrated 11.1 GB/s).
-  EXPECT_DOUBLE_EQ(r.bandwidth, 11.1e9);
-  EXPECT_TRUE(first.half_duplex);
-  EXPECT_TRUE(p.link(r.hops[1].link).half_duplex);
+  // GPU -> its port -> host -> the peer's port -> GPU: the SHM buffer lives in host memory.
+  ASSERT_EQ(r.hops.size(), 4u);
+  const Link wire = p.link(r.hops[0].link);
+  const Link staging = p.link(r.hops[1].link);
+  EXPECT_EQ(p.vertex(staging.b).kind, VertexKind::cpu);
+  // The x16 wire is full duplex; each GPU's staging is one resource for its sends and receives,
+  // and it (the data file's 8.0 GB/s two-way figure) bounds the route.
+  EXPECT_FALSE(wire.half_duplex);
+  EXPECT_DOUBLE_EQ(wire.bandwidth, 15.75e9);
+  EXPECT_TRUE(staging.half_duplex);
+  EXPECT_TRUE(p.link(r.hops[2].link).half_duplex);
+  EXPECT_DOUBLE_EQ(r.bandwidth, 8.0e9);
 }
 
 TEST(Presets, OverridesSwapGpuAndNic) {
