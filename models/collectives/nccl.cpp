@@ -20,10 +20,13 @@
 /// Options: extra `algo=ring|tree|nvls|nvls_tree|collnet|collnet_chain`, `proto=LL|LL128|
 /// Simple`, `nvls=off` and `channels` force NCCL's choice (NCCL_ALGO / NCCL_PROTO /
 /// NCCL_NVLS_ENABLE / NCCL_MIN/MAX_NCHANNELS); `version=2.18` picks that release's tuning
-/// constants (nccl_versions.hpp).
+/// constants (nccl_versions.hpp); `gpus_per_thread=N` (nccl-tests -g N) charges the CPU
+/// thread's serial launch of N kernels (see launch_serialisation).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 
 #include "models/collectives/lowering.hpp"
 #include "models/collectives/nccl_lower.hpp"
@@ -62,10 +65,34 @@ const nccl::VersionConstants& nccl_version(const AlgorithmOptions& options) {
   return it == options.extra.end() ? nccl::head_version() : nccl::nccl_version(it->second);
 }
 
+/// CPU time of one kernel-launch call: Lin et al.'s T4 (papers.md §3.1), their
+/// KERNEL_LAUNCH_LENGTH 10 us minus the profiler's CPU (2 us) and GPU (4 us) event overheads.
+constexpr Seconds kLaunchCall = 4e-6;
+
+/// `gpus_per_thread=N`: one CPU thread drives N of the ranks (nccl-tests -g N, one group
+/// call), so it launches their kernels one after another and the last of them starts (N-1)
+/// launch calls after the first. No rank of a ring or tree can finish before every rank has
+/// joined, so the delay adds once to the whole collective: the schedule's launch_latency.
+Seconds launch_serialisation(const AlgorithmOptions& options, int ranks) {
+  auto it = options.extra.find("gpus_per_thread");
+  if (it == options.extra.end()) return 0;
+  int n = 0;
+  std::size_t used = 0;
+  try {
+    n = std::stoi(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != it->second.size() || n < 1)
+    throw ConfigError("--algo nccl option 'gpus_per_thread'", "expected a positive integer, got '" + it->second + "'",
+                      "write gpus_per_thread=12 for nccl-tests -g 12");
+  return (std::min(n, ranks) - 1) * kLaunchCall;
+}
+
 nccl::Forced forced_choice(const AlgorithmOptions& options) {
   nccl::Forced f;
   for (const auto& [key, value] : options.extra) {
-    if (key == "nvls" || key == "version") continue;
+    if (key == "nvls" || key == "version" || key == "gpus_per_thread") continue;
     if (key == "algo") {
       f.has_algo = true;
       f.algo = nccl::parse_algo(value);
@@ -73,7 +100,7 @@ nccl::Forced forced_choice(const AlgorithmOptions& options) {
       f.has_proto = true;
       f.proto = nccl::parse_proto(value);
     } else {
-      throw ConfigError("--algo nccl option '" + key + "'", "unknown option", "nccl accepts algo=, proto=, nvls= and version=");
+      throw ConfigError("--algo nccl option '" + key + "'", "unknown option", "nccl accepts algo=, proto=, nvls=, version= and gpus_per_thread=");
     }
   }
   f.channels = options.channels;
@@ -194,7 +221,8 @@ class Nccl : public Algorithm {
     s.protocol.step_latency = nccl::handovers_per_step(spec.op, e.algo, e.proto, spec.bytes, sys, channels) *
                               nccl::handover_us(e.algo, e.proto, sys.sm) * 1e-6;
     s.protocol.per_step_bandwidth_cap = per_channel * kGB;
-    s.launch_latency = std::max(0.0, e.latency_us * 1e-6 - inherent_latency(s, ctx));
+    s.launch_latency = std::max(0.0, e.latency_us * 1e-6 - inherent_latency(s, ctx)) +
+                       launch_serialisation(ctx.options, spec.ranks);
 
     s.notes.push_back(std::string("nccl choice: ") + s.algorithm + ", " + std::to_string(channels) + " of " +
                       std::to_string(graph_channels) + " channels, " + std::to_string(loops) + " loop(s)");

@@ -1,0 +1,59 @@
+/// @file `gpus_per_thread`: one CPU thread launching several ranks' kernels one after another
+/// (nccl-tests -g N) delays the collective by the launch calls before the last rank's.
+#include <gtest/gtest.h>
+
+#include "models/algorithm.hpp"
+#include "platforms/config_error.hpp"
+#include "platforms/loader.hpp"
+
+namespace stepsim::models {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+/// The DGX-2 data set's run: allgather over `ranks` GPUs, NCCL 2.4 rules, `per_thread` GPUs
+/// per CPU thread ("" = option absent).
+Schedule lower_dgx2(int ranks, const std::string& per_thread) {
+  const platforms::Platform platform = platforms::load_platform("dgx2", {});
+  platforms::Allocation allocation;
+  for (int g = 0; g < ranks; ++g) allocation.gpus.push_back(g);
+  AlgorithmOptions options;
+  options.extra["version"] = "2.4";
+  if (!per_thread.empty()) options.extra["gpus_per_thread"] = per_thread;
+  const CollectiveContext ctx{platform, allocation, options};
+  CollectiveSpec spec;
+  spec.op = CollectiveOp::allgather;
+  spec.ranks = ranks;
+  spec.bytes = 8 * kMiB;
+  return AlgorithmRegistry::instance().get("nccl").make()->lower(spec, ctx);
+}
+
+// -g 12: the thread makes 11 launch calls of 4 us (Lin et al.'s T4, papers.md §3.1) before
+// the 12th rank's kernel starts: 44 us on top of NCCL's own latency, nothing else changes.
+TEST(NcclLaunch, TwelveGpusPerThreadWaitElevenLaunchCalls) {
+  const Schedule alone = lower_dgx2(12, "");
+  const Schedule serial = lower_dgx2(12, "12");
+  EXPECT_NEAR(serial.launch_latency - alone.launch_latency, 11 * 4e-6, 1e-12);
+  EXPECT_EQ(serial.algorithm, alone.algorithm);
+  EXPECT_EQ(serial.channels, alone.channels);
+  EXPECT_EQ(serial.rounds.size(), alone.rounds.size());
+  EXPECT_DOUBLE_EQ(serial.protocol.step_latency, alone.protocol.step_latency);
+  EXPECT_DOUBLE_EQ(serial.protocol.per_step_bandwidth_cap, alone.protocol.per_step_bandwidth_cap);
+}
+
+// One GPU per thread is one process or thread per GPU: no serialisation, the default.
+TEST(NcclLaunch, OneGpuPerThreadIsTheDefault) {
+  EXPECT_DOUBLE_EQ(lower_dgx2(12, "1").launch_latency, lower_dgx2(12, "").launch_latency);
+}
+
+// A thread can only launch for the ranks of the collective: -g 12 over 4 ranks waits 3 calls.
+TEST(NcclLaunch, SerialisationIsBoundedByTheRanks) {
+  EXPECT_NEAR(lower_dgx2(4, "12").launch_latency - lower_dgx2(4, "").launch_latency, 3 * 4e-6, 1e-12);
+}
+
+TEST(NcclLaunch, RejectsWhatIsNotAPositiveInteger) {
+  for (const char* bad : {"0", "-2", "twelve", "12x"}) EXPECT_THROW(lower_dgx2(12, bad), ConfigError) << bad;
+}
+
+}  // namespace
+}  // namespace stepsim::models
