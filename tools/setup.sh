@@ -39,8 +39,8 @@ stepsim_install_packages() {
 
 # stepsim_build [ninja targets...]: configure once, then build (ninja is a no-op when fresh).
 stepsim_build() {
-  local log="$STEPSIM_BUILD.log"
-  mkdir -p "$(dirname "$STEPSIM_BUILD")"
+  local log="$STEPSIM_BUILD/stepsim-setup.log"
+  mkdir -p "$STEPSIM_BUILD"
   if [ ! -f "$STEPSIM_BUILD/build.ninja" ]; then
     if ! meson setup "$STEPSIM_BUILD" "$STEPSIM_ROOT" >"$log" 2>&1; then
       cat "$log" >&2; echo "stepsim: meson setup failed (log above)" >&2; return 1
