@@ -31,24 +31,7 @@ TEST(Analytical, RingAllgatherOnNvswitchIsNMinusOneSteps) {
   }
 }
 
-TEST(Analytical, ProtocolAndLaunchLatencyEnterEveryStep) {
-  const int n = 8;
-  const double alpha = 2e-6, bandwidth = 100e9, size = 64e6;
-  const auto platform = nvswitch_node(n, bandwidth, alpha);
-  auto schedule = ring_allgather(n, size);
-  schedule.launch_latency = 5e-6;
-  schedule.protocol.step_latency = 1e-6;
-  schedule.protocol.efficiency = 0.8;
-  const auto result = run_engine("analytical", schedule, platform, first_gpus(n));
-  const double expected = 5e-6 + (n - 1) * (alpha + 1e-6 + size / n / (0.8 * bandwidth));
-  EXPECT_NEAR(result.time, expected, 1e-9 * expected);
-
-  // A cap below the usable link bandwidth takes over.
-  schedule.protocol.per_step_bandwidth_cap = 20e9;
-  const auto capped = run_engine("analytical", schedule, platform, first_gpus(n));
-  const double expected_capped = 5e-6 + (n - 1) * (alpha + 1e-6 + size / n / 20e9);
-  EXPECT_NEAR(capped.time, expected_capped, 1e-9 * expected_capped);
-}
+TEST(Analytical, ProtocolAndLaunchLatencyEnterEveryStep) { expect_protocol_costs("analytical", 8, 1e-9); }
 
 TEST(Analytical, StepsOfOneRoundShareALinkEvenly) {
   // Direct alltoall on an NVSwitch: every GPU uplink carries n-1 steps of the one round.

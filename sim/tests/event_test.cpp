@@ -37,23 +37,7 @@ TEST(Event, RingAllgatherOnNvswitch) {
   EXPECT_NEAR(result.time, expected, 1e-6 * expected);
 }
 
-TEST(Event, ProtocolEfficiencyCapAndLatencies) {
-  const int n = 4;
-  const double alpha = 2e-6, bandwidth = 100e9, size = 64e6;
-  const auto platform = nvswitch_node(n, bandwidth, alpha);
-  auto schedule = ring_allgather(n, size);
-  schedule.launch_latency = 5e-6;
-  schedule.protocol.step_latency = 1e-6;
-  schedule.protocol.efficiency = 0.8;
-  const auto result = run_engine("event", schedule, platform, first_gpus(n));
-  const double expected = 5e-6 + (n - 1) * (alpha + 1e-6 + size / n / (0.8 * bandwidth));
-  EXPECT_NEAR(result.time, expected, 1e-6 * expected);
-
-  schedule.protocol.per_step_bandwidth_cap = 20e9;
-  const auto capped = run_engine("event", schedule, platform, first_gpus(n));
-  const double expected_capped = 5e-6 + (n - 1) * (alpha + 1e-6 + size / n / 20e9);
-  EXPECT_NEAR(capped.time, expected_capped, 1e-6 * expected_capped);
-}
+TEST(Event, ProtocolEfficiencyCapAndLatencies) { expect_protocol_costs("event", 4, 1e-6); }
 
 // GPUs 0, 1 under PCIe switch A; GPUs 2, 3 under switch B; one A-B link of 12 GB/s.
 // Ring X (GPUs 0, 2) and ring Y (GPUs 1, 3) both cross A-B, in both directions.

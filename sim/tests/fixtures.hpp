@@ -1,5 +1,7 @@
 #pragma once
 // Hand-built platforms and schedules for the engine tests: small enough to price by hand.
+#include <gtest/gtest.h>
+
 #include <numeric>
 #include <string>
 #include <vector>
@@ -184,6 +186,26 @@ inline CollectiveResult run_engine(const std::string& engine, const models::Sche
                                    const platforms::Platform& platform,
                                    const platforms::Allocation& allocation) {
   return make_engine(engine)->run(schedule, Placement{platform, allocation});
+}
+
+/// Launch latency, step latency, efficiency and a per-step cap on a ring allgather over `n`
+/// NVSwitch GPUs, priced by `engine` and checked against the closed form to `tolerance`.
+inline void expect_protocol_costs(const std::string& engine, int n, double tolerance) {
+  const double alpha = 2e-6, bandwidth = 100e9, size = 64e6;
+  const auto platform = nvswitch_node(n, bandwidth, alpha);
+  auto schedule = ring_allgather(n, size);
+  schedule.launch_latency = 5e-6;
+  schedule.protocol.step_latency = 1e-6;
+  schedule.protocol.efficiency = 0.8;
+  const auto result = run_engine(engine, schedule, platform, first_gpus(n));
+  const double expected = 5e-6 + (n - 1) * (alpha + 1e-6 + size / n / (0.8 * bandwidth));
+  EXPECT_NEAR(result.time, expected, tolerance * expected) << engine;
+
+  // A cap below the usable link bandwidth takes over.
+  schedule.protocol.per_step_bandwidth_cap = 20e9;
+  const auto capped = run_engine(engine, schedule, platform, first_gpus(n));
+  const double expected_capped = 5e-6 + (n - 1) * (alpha + 1e-6 + size / n / 20e9);
+  EXPECT_NEAR(capped.time, expected_capped, tolerance * expected_capped) << engine;
 }
 
 }  // namespace stepsim::sim::testing
