@@ -224,8 +224,9 @@ class Nccl : public Algorithm {
     s.launch_latency = std::max(0.0, e.latency_us * 1e-6 - inherent_latency(s, ctx)) +
                        launch_serialisation(ctx.options, spec.ranks);
 
-    s.notes.push_back(std::string("nccl choice: ") + s.algorithm + ", " + std::to_string(channels) + " of " +
-                      std::to_string(graph_channels) + " channels, " + std::to_string(loops) + " loop(s)");
+    s.notes.push_back(std::string("nccl choice: ") + s.algorithm + ", " + std::to_string(channels) +
+                      " channels launched (graph has " + std::to_string(graph_channels) + "), " +
+                      std::to_string(loops) + " loop(s)");
     s.notes.push_back(fmt("nccl estimate: latency %.2f us, algbw %.2f GB/s, busbw-model %.2f GB/s, time %.2f us",
                           e.latency_us, e.alg_bw, e.bus_bw, e.time_us));
     s.notes.push_back(fmt("nccl graphs: ring %.0f x %.1f GB/s, tree %.0f x %.1f GB/s", tuning.graphs.ring.channels,
