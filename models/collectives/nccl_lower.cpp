@@ -10,6 +10,7 @@
 #include <map>
 
 #include "models/collectives/lowering.hpp"
+#include "models/collectives/nccl_topology.hpp"
 #include "models/collectives/ring_order.hpp"
 
 namespace stepsim::models::nccl {
@@ -52,6 +53,14 @@ std::vector<int> add_node_switches(Schedule& s, const CollectiveContext& ctx,
 }  // namespace
 
 std::vector<std::vector<std::vector<int>>> channel_node_orders(const CollectiveContext& ctx, int channels) {
+  if (const MeshRings mesh = nccl_mesh_rings(ctx); mesh.channels > 0) {
+    // NCCL's own rings on an NVLink mesh, one per channel; ncclTopoDupChannels repeats
+    // them in order when the graph has more channels than rings.
+    std::vector<std::vector<std::vector<int>>> out;
+    for (int c = 0; c < channels; ++c)
+      out.push_back({mesh.rings[static_cast<std::size_t>(c) % mesh.rings.size()]});
+    return out;
+  }
   const std::vector<std::vector<int>> nodes = lowering::ranks_by_node(ctx);
   std::vector<std::vector<int>> base;
   for (const auto& node : nodes) base.push_back(widest_order(ctx, node, nodes.size() == 1));
@@ -107,6 +116,13 @@ Schedule lower_ring(const CollectiveSpec& spec, const CollectiveContext& ctx, in
       lowering::append_ring_pass(
           s, {ring}, [&](int, int p, int c) { return std::vector<lowering::CellRun>{{ring[static_cast<std::size_t>(p)], 1, c}}; },
           combine, offset);
+      return;
+    }
+    if (spec.op == CollectiveOp::allreduce) {
+      // Every rank holds every block of an allreduce, so position p may own block p on
+      // every channel's ring: one compact Round per pass however the rings differ.
+      lowering::append_channel_ring_pass(
+          s, rings, [](int, int p, int c) { return std::vector<lowering::CellRun>{{p, 1, c}}; }, combine, offset);
       return;
     }
     for (int k = 0; k + 1 < n; ++k) {

@@ -27,6 +27,8 @@ using ChunkPolicy = std::function<int(int depth)>;
 /// @brief Per channel, each node's ranks in ring order, rotated so that channel c enters
 /// and leaves every node through different GPUs (and so NICs) than channel c-1, as NCCL's
 /// rings and trees spread their channels over the NICs (search.cc picks one NIC per channel).
+/// On a single-node NVLink mesh (nccl_mesh_rings) channel c follows NCCL's ring c instead,
+/// so the channels move data over distinct NVLinks.
 std::vector<std::vector<std::vector<int>>> channel_node_orders(const CollectiveContext& ctx, int channels);
 
 /// @brief Ring allgather / reduce-scatter / allreduce (NCCL's ring: n-1 steps per phase).

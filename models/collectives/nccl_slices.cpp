@@ -34,7 +34,10 @@ int handovers_per_step(CollectiveOp op, Algo algo, Proto proto, double bytes, co
   if (!ring_op || algo != Algo::ring) return 0;
   if (proto == Proto::simple) return loop_count(op, algo, proto, bytes, sys, channels) * kSimpleRingSlicesPerChunk;
   if (proto == Proto::ll128) return ll128_trips(bytes, sys.ranks, std::max(1, channels));
-  return 0;
+  // LL: one LLGenericOp call per loop and ring step, each opened and closed by a barrier of
+  // the channel's threads (waitSend, postRecv); its warp trips are not counted, as every
+  // thread polls its own lines, which its upstream thread stores in the same order.
+  return loop_count(op, algo, proto, bytes, sys, channels);
 }
 
 double handover_us(Algo algo, Proto proto, int sm) {
@@ -52,12 +55,25 @@ double handover_us(Algo algo, Proto proto, int sm) {
   //    stas00 H200 (19) 0.164 -> 0.087, aws-p5 1 node (14) 0.103 -> 0.042; hgx-h100 (NCCL
   //    2.29.2, 10 points >= 32 MiB only) gets worse, 0.043 -> 0.063, as large messages pay
   //    a handover the NCCL bandwidth figure already absorbs.
-  // Uncalibrated (0): ring LL (azure-a100 has one LL point >= 1 MiB); Hopper ring Simple and
-  // LL128 (its 8-GPU allreduces run NVLS); sm100 NVLS and sm70 (one data set each: a fit
-  // there would be judged on the data it was fitted to).
+  //  - sm80 ring LL, h = 1.15 us per LLGenericOp call (one per loop and ring step): fitted
+  //    on azure-nd-a100-v4-8gpu over ALL its sizes where NCCL runs ring LL on >= 2 channels,
+  //    5 points 64 KiB-1 MiB (the 1 MiB cut-off is the reported geomean's, not the fit's),
+  //    0.448 -> 0.096 (its one point >= 1 MiB: +0.106 -> -0.197). Validation (same sizes):
+  //    stas00 A100 T1 (6 points, 1-2 MiB are >= 1 MiB) 0.904 -> 0.469, >= 1 MiB 0.844 ->
+  //    0.530; abci (NCCL 2.8.4) 1 node 4 and 8 GPUs (10 points) and 2 nodes (3 points, which
+  //    get worse) 0.746 -> 0.450 together; aws-p4de runs no ring LL. Counting warp trips
+  //    (prims_ll.h: 512 threads x 8 B per pass) instead fits azure-a100 worse (best 0.239).
+  //  - sm100 NVLS uses the sm90 fit (3.5 us): the handover belongs to NCCL's NVLS kernel, not
+  //    to the GPU; stas00 B200 (NCCL 2.27.7, the only Blackwell data set, not fitted on) is a
+  //    pure validation: its 15 single-node NVLS points (T3 8 GPUs 4 MiB-16 GiB, T5 7 and 8
+  //    GPUs at 8 GiB) 0.460 -> 0.310, 31.6 % -> 24.8 % geomean.
+  // Uncalibrated (0): Hopper ring Simple and LL128 (its 8-GPU allreduces run NVLS); sm90/100
+  // ring LL and sm70 (one data set each, or no LL fit set: a fit there would be judged on the
+  // data it was fitted to).
   if (algo == Algo::ring && proto == Proto::simple) return sm == 80 ? 4.9 : 0.0;
   if (algo == Algo::ring && proto == Proto::ll128) return sm == 80 ? 1.2 : 0.0;
-  if (algo == Algo::nvls) return sm == 90 ? 3.5 : 0.0;
+  if (algo == Algo::ring && proto == Proto::ll) return sm == 80 ? 1.15 : 0.0;
+  if (algo == Algo::nvls) return sm == 90 || sm == 100 ? 3.5 : 0.0;
   return 0.0;
 }
 

@@ -13,6 +13,12 @@
 ///    1920 B of data) per trip and must poll those lines' flags before forwarding them, so
 ///    a channel hands over 20 x 1920 = 38400 B per trip; a loop's chunk is one FIFO step
 ///    (chunkSteps = sliceSteps = 1) of at most 576000 B;
+///  - ring LL (prims_ll.h LLGenericOp): a loop's chunk of at most one FIFO step (LL buffer /
+///    NCCL_STEPS = 8 lines x 512 threads x 16 B, half of it data = 32 KiB) crosses a ring step
+///    in one call that opens with waitSend's and closes with postRecv's barrier of all the
+///    channel's threads; inside it each thread polls only its own 16 B lines (8 B data + 8 B
+///    flag), which its upstream thread stores in the same order, so its passes pipeline and
+///    the call, not the pass, is the handover: one per loop (enqueue.cc calcCollChunking);
 ///  - NVLS (all_reduce.h runRing NVLS, ProtoSimple<1,1>): one slice per chunk, so every
 ///    chunk's multimem reduce and its multicast store each are one handover.
 /// The cost of a handover is no NCCL constant: it is a written-down calibration per
@@ -31,8 +37,8 @@ constexpr int kSimpleRingSlicesPerChunk = 2;
 constexpr double kLL128TripBytes = 20.0 * 32 * 8 * 8 * 15 / 16;
 
 /// @brief Handovers one channel makes per step of the lowered schedule: for ring
-/// allreduce / allgather / reduce-scatter, Simple loops x 2 slices and LL128 warp trips
-/// summed over its loops; for single-node NVLS allreduce 1 (a step is one chunk's reduce
+/// allreduce / allgather / reduce-scatter, Simple loops x 2 slices, LL128 warp trips
+/// summed over its loops and LL loops; for single-node NVLS allreduce 1 (a step is one chunk's reduce
 /// or multicast); 0 for anything else.
 int handovers_per_step(CollectiveOp op, Algo algo, Proto proto, double bytes, const NcclSystem& sys, int channels);
 

@@ -55,7 +55,50 @@ double nccl_route_bw(const platforms::Platform& platform, const platforms::Route
   return route.bandwidth / kGB * kNcclPciePerWire;
 }
 
+/// The node's NVLinks between the ranks of `group` in NCCL's figures: links x the
+/// per-link bandwidth of topo.h, both directions alike. Empty (gpus = 0) when an NVLink
+/// reaches an NVSwitch (NCCL's NVSwitch graphs are not a mesh search) or none joins two ranks.
+NvlinkMesh nvlink_mesh(const CollectiveContext& ctx, const std::vector<int>& group) {
+  const platforms::Platform& platform = ctx.platform;
+  const int n = static_cast<int>(group.size());
+  NvlinkMesh mesh{n, std::vector<double>(static_cast<std::size_t>(n * n), 0.0)};
+  auto index_of = [&](int vertex) {
+    for (int i = 0; i < n; ++i)
+      if (ctx.gpu_vertex(group[static_cast<std::size_t>(i)]) == vertex) return i;
+    return -1;
+  };
+  bool any = false;
+  for (int id = 0; id < platform.link_count(); ++id) {
+    const platforms::Link link = platform.link(id);
+    if (link.type != platforms::LinkType::nvlink) continue;
+    if (platform.vertex(link.a).kind == platforms::VertexKind::nvswitch ||
+        platform.vertex(link.b).kind == platforms::VertexKind::nvswitch)
+      return {};
+    const int a = index_of(link.a);
+    const int b = index_of(link.b);
+    if (a < 0 || b < 0) continue;
+    const double bw = link.lanes * nvlink_bw_per_link(platform.gpu().sm_version);
+    mesh.bw[static_cast<std::size_t>(a * n + b)] += bw;
+    mesh.bw[static_cast<std::size_t>(b * n + a)] += bw;
+    any = true;
+  }
+  return any ? mesh : NvlinkMesh{};
+}
+
 }  // namespace
+
+MeshRings nccl_mesh_rings(const CollectiveContext& ctx) {
+  const std::vector<std::vector<int>> nodes = lowering::ranks_by_node(ctx);
+  if (nodes.size() != 1 || nodes.front().size() < 2 || nodes.front().size() > kMaxMeshGpus) return {};
+  const std::vector<int>& group = nodes.front();
+  const NvlinkMesh mesh = nvlink_mesh(ctx, group);
+  if (mesh.gpus == 0) return {};
+  MeshRings rings = search_mesh_rings(mesh, search_speeds(ctx.platform.gpu().sm_version, false),
+                                      kMaxGraphChannels, false);
+  for (std::vector<int>& ring : rings.rings)
+    for (int& g : ring) g = group[static_cast<std::size_t>(g)];
+  return rings;
+}
 
 NcclSystem nccl_system(const CollectiveContext& ctx) {
   const platforms::Platform& platform = ctx.platform;
@@ -80,6 +123,14 @@ NcclSystem nccl_system(const CollectiveContext& ctx) {
     // the per-GPU limit (it never binds against a NIC).
     sys.intra_bw = platform.gpu().nvlinks * nvlink_bw_per_link(sys.sm);
     if (sys.intra_bw <= 0) sys.intra_bw = 12.0;
+    return sys;
+  }
+  if (const MeshRings mesh = nccl_mesh_rings(ctx); mesh.channels > 0) {
+    // typeIntra NVB takes the PCI rows of hwLat (tuning.cc: intraHw is NVLINK only for NVL).
+    sys.intra = mesh.nvb ? IntraPath::pcie : IntraPath::nvlink;
+    sys.mesh_ring_channels = mesh.channels;
+    sys.mesh_ring_bw = mesh.bw;
+    sys.intra_bw = mesh.channels * mesh.bw;
     return sys;
   }
   const std::vector<int> order = widest_order(ctx, group, true);

@@ -4,6 +4,7 @@
 ///
 /// Contract: pure; reads only the platform's GPU model, routes, NICs and fabric flags.
 #include "models/algorithm.hpp"
+#include "models/collectives/nccl_graph_search.hpp"
 #include "models/collectives/nccl_tuning.hpp"
 
 namespace stepsim::models::nccl {
@@ -13,6 +14,9 @@ namespace stepsim::models::nccl {
 ///  - nodes and ranks per node of the allocation;
 ///  - the intra-node path class from the routes between ranks of one node (NVLink when
 ///    every hop is NVLink, PCIe otherwise) and whether it crosses an NVSwitch;
+///  - on one node whose GPUs are wired to each other by NVLink (no NVSwitch): NCCL's ring
+///    search over those links (nccl_mesh_rings), intra_bw = channels x speed; where it finds
+///    no NVLink ring, or otherwise:
 ///  - intra_bw: the narrowest hop of the node's ring (ring_order) in NCCL's figures: NVLink
 ///    routes as (route bandwidth / the GPU's per-link wire rate) x NCCL's per-link figure
 ///    (topo.h: 20.6 GB/s on sm90, ...), PCIe routes scaled like NCCL's Gen3 x16 = 12 GB/s
@@ -20,6 +24,15 @@ namespace stepsim::models::nccl {
 ///    PHB figure: the narrowest full-duplex hop, less Intel's 6/5 P2P overhead;
 ///  - the NICs per node and NCCL's NET bandwidth (port rate / 8 = the preset's figure).
 NcclSystem nccl_system(const CollectiveContext& ctx);
+
+/// @brief NCCL's ring graph on a single-node allocation whose GPUs are joined by direct
+/// NVLinks and no NVSwitch (search_mesh_rings with NCCL HEAD's intra-node speed array;
+/// rings hold ranks). channels = 0 for NVSwitch nodes, several nodes, more than
+/// kMaxMeshGpus ranks, or when no ring runs on direct NVLinks alone: the ring then goes over
+/// PCIe. NVB paths stay off: NCCL 2.8+ would relay such hops through the memory of an
+/// intermediate GPU (p2p.cc "P2P/indirect"), which a Schedule step cannot express yet (the
+/// platform routes the hop over PCIe), and the NCCL of the Blink paper had none.
+MeshRings nccl_mesh_rings(const CollectiveContext& ctx);
 
 /// @brief NCCL's PCIe figure per byte/s of PCIe wire rate: Gen3 x16 moves 15.75 GB/s
 /// (8 GT/s x 16 lanes x 128/130 / 8) and NCCL models it as 12 GB/s (topo.h).

@@ -30,9 +30,6 @@ const std::vector<double> kSpeedIntraSm100 = {90, 80, 70, 60, 50, 45, 40, 30, 24
 const std::vector<double> kSpeedInterSm100 = {96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5,
                                               15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12};
 
-// MAXCHANNELS / 2: the most channels a ring or tree search may return (2.19: MAXCHANNELS 32).
-constexpr int kMaxGraphChannels = 16;
-
 /// Row of the per-arch tables: Volta (and older), Ampere, Hopper, Blackwell.
 int arch_row(int sm) { return sm >= 100 ? 3 : sm >= 90 ? 2 : sm >= 80 ? 1 : 0; }
 
@@ -43,12 +40,6 @@ int log2i(double x) {
     ++l;
   }
   return l;
-}
-
-const std::vector<double>& speeds(int sm, bool inter) {
-  if (sm >= 100) return inter ? kSpeedInterSm100 : kSpeedIntraSm100;
-  if (sm >= 90) return inter ? kSpeedInterSm90 : kSpeedIntraSm90;
-  return inter ? kSpeedInter : kSpeedIntra;
 }
 
 /// ncclTopoDupChannels: fast graphs get twice the channels at half the speed each.
@@ -64,11 +55,14 @@ Graph dup_channels(Graph g, int sm) {
 }
 
 /// The search keeps the graph with the most total bandwidth (channels x speed); every
-/// channel crosses each GPU once (intra_bw) and, off-node, one NIC (nic_bw).
+/// channel crosses each GPU once (intra_bw) and, off-node, one NIC (nic_bw). On an NVLink
+/// mesh the rings nccl_graph_search found are the graph.
 Graph search_ring(const NcclSystem& sys) {
+  if (sys.mesh_ring_channels > 0)
+    return dup_channels({sys.mesh_ring_channels, sys.mesh_ring_bw, sys.mesh_ring_bw}, sys.sm);
   const bool net = sys.nodes > 1;
   Graph best;
-  for (double s : speeds(sys.sm, net)) {
+  for (double s : search_speeds(sys.sm, net)) {
     int k = static_cast<int>(std::floor(sys.intra_bw / s + 1e-9));
     if (net) k = std::min(k, sys.nics_per_node * static_cast<int>(std::floor(sys.nic_bw / s + 1e-9)));
     k = std::min(k, kMaxGraphChannels);
@@ -144,6 +138,12 @@ double pcie_bw(int gen, int width) {
   return width * code / 80.0;
 }
 
+const std::vector<double>& search_speeds(int sm, bool inter) {
+  if (sm >= 100) return inter ? kSpeedInterSm100 : kSpeedIntraSm100;
+  if (sm >= 90) return inter ? kSpeedInterSm90 : kSpeedIntraSm90;
+  return inter ? kSpeedInter : kSpeedIntra;
+}
+
 double hw_latency(int path, Algo algo, Proto proto) { return head_version().hw_lat[path][ai(algo)][pi(proto)]; }
 double base_latency(Algo algo, Proto proto) { return head_version().base_lat[ai(algo)][pi(proto)]; }
 
@@ -154,7 +154,7 @@ Graphs search_graphs(const NcclSystem& sys) {
   if (sys.nodes > 1) {
     // search.cc pass 2 raises a tree's bwIntra up to twice its bwInter while every channel
     // still fits through the GPU (2 nodes and CollNet use bwIntra).
-    for (double s : speeds(sys.sm, true))
+    for (double s : search_speeds(sys.sm, true))
       if (s > g.tree.bw_intra && s <= 2 * g.tree.bw_inter + 1e-9 && g.tree.channels * s <= sys.intra_bw + 1e-9) {
         g.tree.bw_intra = s;
         break;
@@ -166,7 +166,7 @@ Graphs search_graphs(const NcclSystem& sys) {
     const bool net = sys.nodes > 1;
     int heads = sys.ppn;
     if (net) heads = std::min(heads, std::max(1, sys.nics_per_node));
-    for (double s : speeds(sys.sm, net)) {
+    for (double s : search_speeds(sys.sm, net)) {
       if (heads * s > sys.intra_bw + 1e-9) continue;
       if (net && s > sys.nic_bw + 1e-9) continue;
       // One node: no NIC leg, pass 2 raises bwInter to 2 x bwIntra, so it never limits.

@@ -51,6 +51,9 @@ struct NcclSystem {
   bool nvls = false;            ///< NVSwitch with NVLink SHARP (NCCL nvlsSupport)
   bool collnet = false;         ///< SHARP in the fabric (NCCL collNetSupport)
   bool amd_cpu = false;         ///< NCCL's CPU vendor: AMD rows of llMaxBws, 2 us net overhead
+  int mesh_ring_channels = 0;   ///< rings NCCL's search found on an NVLink mesh (0: none,
+                                ///< the ring graph follows from intra_bw)
+  double mesh_ring_bw = 0;      ///< GB/s per ring of that search
 };
 
 /// @brief One graph as ncclTopoCompute leaves it (search.cc): channels and per-channel GB/s.
@@ -127,6 +130,13 @@ int launch_channels(Algo algo, Proto proto, double bytes, int ranks, int graph_c
 /// does, and the tree LL128 chunk halving. Every loop is one pipeline chunk of the
 /// lowered schedule, so the engines charge NCCL's pipeline fill.
 int loop_count(CollectiveOp op, Algo algo, Proto proto, double bytes, const NcclSystem& sys, int channels);
+
+/// @brief MAXCHANNELS / 2: the most channels a ring or tree search may return (2.19+:
+/// MAXCHANNELS 32).
+constexpr int kMaxGraphChannels = 16;
+/// @brief search.cc's per-channel speed array (GB/s, descending) for an SM version:
+/// speedArrayIntra for intra-node graphs, speedArrayInter for graphs with a NIC.
+const std::vector<double>& search_speeds(int sm, bool inter);
 
 /// @brief NCCL's per-NVLink bandwidth (topo.h ncclTopoNVLinkBw) for an SM version.
 double nvlink_bw_per_link(int sm);

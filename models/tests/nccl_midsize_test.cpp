@@ -41,6 +41,19 @@ TEST(NcclMidsize, LL128StepsHandOverOneWarpTripPer38400Bytes) {
   EXPECT_EQ(handovers_per_step(CollectiveOp::allreduce, Algo::ring, Proto::ll128, 128 * kMiB, sys, 12), 37);
 }
 
+TEST(NcclMidsize, LLStepsHandOverOncePerLoop) {
+  // One LLGenericOp call per loop and ring step; a loop moves channels x ranks x 32 KiB of
+  // data (LL step: 8 lines x 512 threads x 16 B / 2) = 12 x 8 x 32 KiB = 3 MiB.
+  const NcclSystem sys = a100_node();
+  EXPECT_EQ(handovers_per_step(CollectiveOp::allreduce, Algo::ring, Proto::ll, 64 * 1024, sys, 2), 1);
+  EXPECT_EQ(handovers_per_step(CollectiveOp::allreduce, Algo::ring, Proto::ll, 1 * kMiB, sys, 12), 1);
+  // 8 MiB / 3 MiB = 2.67 -> 3 loops; 128 MiB / 3 MiB = 42.67 -> 43.
+  EXPECT_EQ(handovers_per_step(CollectiveOp::allreduce, Algo::ring, Proto::ll, 8 * kMiB, sys, 12), 3);
+  EXPECT_EQ(handovers_per_step(CollectiveOp::allreduce, Algo::ring, Proto::ll, 128 * kMiB, sys, 12), 43);
+  // allgather: the same loop of channels x ranks x 32 KiB, one call per step.
+  EXPECT_EQ(handovers_per_step(CollectiveOp::allgather, Algo::ring, Proto::ll, 8 * kMiB, sys, 12), 3);
+}
+
 TEST(NcclMidsize, NvlsAllreduceStepsAreOneHandoverEach) {
   NcclSystem sys = a100_node();
   sys.sm = 90;
@@ -49,9 +62,9 @@ TEST(NcclMidsize, NvlsAllreduceStepsAreOneHandoverEach) {
   EXPECT_EQ(handovers_per_step(CollectiveOp::allreduce, Algo::nvls_tree, Proto::simple, 16 * kMiB, sys, 16), 0);
 }
 
-TEST(NcclMidsize, OnlyRingSimpleLL128AndNvlsHaveHandovers) {
+TEST(NcclMidsize, OnlyRingAndNvlsHaveHandovers) {
   const NcclSystem sys = a100_node();
-  EXPECT_EQ(handovers_per_step(CollectiveOp::allreduce, Algo::ring, Proto::ll, 128 * kMiB, sys, 12), 0);
+  EXPECT_EQ(handovers_per_step(CollectiveOp::allreduce, Algo::tree, Proto::ll, 128 * kMiB, sys, 12), 0);
   EXPECT_EQ(handovers_per_step(CollectiveOp::allreduce, Algo::tree, Proto::simple, 128 * kMiB, sys, 12), 0);
   EXPECT_EQ(handovers_per_step(CollectiveOp::broadcast, Algo::ring, Proto::simple, 128 * kMiB, sys, 12), 0);
 }
@@ -62,9 +75,13 @@ TEST(NcclMidsize, HandoverCostsFollowTheCalibrationTable) {
   EXPECT_DOUBLE_EQ(handover_us(Algo::ring, Proto::simple, 90), 0.0);
   EXPECT_DOUBLE_EQ(handover_us(Algo::ring, Proto::ll128, 80), 1.2);
   EXPECT_DOUBLE_EQ(handover_us(Algo::ring, Proto::ll128, 90), 0.0);
-  EXPECT_DOUBLE_EQ(handover_us(Algo::ring, Proto::ll, 80), 0.0);
+  EXPECT_DOUBLE_EQ(handover_us(Algo::ring, Proto::ll, 80), 1.15);
+  EXPECT_DOUBLE_EQ(handover_us(Algo::ring, Proto::ll, 90), 0.0);
+  EXPECT_DOUBLE_EQ(handover_us(Algo::ring, Proto::ll, 100), 0.0);
   EXPECT_DOUBLE_EQ(handover_us(Algo::nvls, Proto::simple, 90), 3.5);
-  EXPECT_DOUBLE_EQ(handover_us(Algo::nvls, Proto::simple, 100), 0.0);
+  // Blackwell has no fit of its own: it takes the Hopper fit of the same NVLS kernel.
+  EXPECT_DOUBLE_EQ(handover_us(Algo::nvls, Proto::simple, 100), 3.5);
+  EXPECT_DOUBLE_EQ(handover_us(Algo::nvls, Proto::simple, 80), 0.0);
   EXPECT_DOUBLE_EQ(handover_us(Algo::nvls_tree, Proto::simple, 90), 0.0);
 }
 
@@ -94,6 +111,21 @@ TEST(NcclMidsize, A100LL128StepsPayTheirWarpTrips) {
   ASSERT_EQ(s.algorithm, "nccl:ring/LL128");
   ASSERT_EQ(s.channels, 12);
   EXPECT_NEAR(s.protocol.step_latency, 5 * 1.2e-6, 1e-12);
+}
+
+TEST(NcclMidsize, A100LLStepsPayOneHandoverPerLoop) {
+  // dgx-a100, 8 GPUs, 1 MiB: ring LL on 12 channels (1 MiB >= 12 x 512 threads x 64), one
+  // loop of 3 MiB: 1 x 1.15 us.
+  const Schedule s = lower_allreduce("dgx-a100", 8, 1 * kMiB);
+  ASSERT_EQ(s.algorithm, "nccl:ring/LL");
+  ASSERT_EQ(s.channels, 12);
+  EXPECT_NEAR(s.protocol.step_latency, 1.15e-6, 1e-12);
+}
+
+TEST(NcclMidsize, B200NvlsStepsPayTheHopperHandover) {
+  const Schedule s = lower_allreduce("dgx-b200", 8, 16 * kMiB);
+  ASSERT_EQ(s.algorithm, "nccl:nvls/Simple");
+  EXPECT_NEAR(s.protocol.step_latency, 3.5e-6, 1e-12);
 }
 
 TEST(NcclMidsize, H100NvlsStepsPayOneHandover) {
