@@ -205,8 +205,9 @@ std::string disabled_reason(const NcclSystem& sys, Algo a, Proto p, const Versio
   if (p == Proto::ll128) {
     if (!v.has_ll128) return "no LL128 before NCCL 2.5";
     // tuning.cc enables LL128 by default only on NVLink-class intra paths of sm70/80/90
-    // (v2.7.5: sm70/80; sm90 from 2.12; sm100 from 2.23+, v.ll128_sm100).
-    const bool arch = sys.sm == 70 || sys.sm == 80 || (sys.sm == 90 && v.era != Era::v2_7 && v.era != Era::v2_4) ||
+    // (v2.7.5, v2.8.3: sm70/80; sm90 from 2.12; sm100 from 2.23+, v.ll128_sm100).
+    const bool pre_sm90 = v.era == Era::v2_4 || v.era == Era::v2_7 || v.era == Era::v2_8;
+    const bool arch = sys.sm == 70 || sys.sm == 80 || (sys.sm == 90 && !pre_sm90) ||
                       (sys.sm == 100 && v.ll128_sm100);
     if (!arch) return "LL128 off by default on sm" + std::to_string(sys.sm);
     if (sys.intra != IntraPath::nvlink) return "LL128 off by default without NVLink";
@@ -245,12 +246,21 @@ struct BwInputs {
   int n_index;
 };
 
-double bus_bw_v2_7(const BwInputs& in) {
-  // v2.7.5 ll128MaxBwPerCh per collective (Broadcast, Reduce, AllGather, ReduceScatter,
-  // AllReduce) and the fixed tree caps (nNodes > 2: 80, 105 for sm80 LL128; else 110, 130).
-  constexpr double kLl128PerColl[5] = {18.8, 12.0, 18.3, 15.2, 16.7};
-  const int coll = in.op == CollectiveOp::broadcast ? 0 : in.op == CollectiveOp::reduce ? 1
-                   : in.op == CollectiveOp::allgather ? 2 : in.op == CollectiveOp::reduce_scatter ? 3 : 4;
+/// Index of ll128MaxBwPerCh (2.7/2.8): Broadcast, Reduce, AllGather, ReduceScatter, AllReduce.
+int ll128_coll(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::broadcast: return 0;
+    case CollectiveOp::reduce: return 1;
+    case CollectiveOp::allgather: return 2;
+    case CollectiveOp::reduce_scatter: return 3;
+    default: return 4;
+  }
+}
+
+double bus_bw_v2_7(const BwInputs& in, const VersionConstants& v) {
+  // v2.7.5: per-collective LL128 caps (v.ll128_per_coll) and fixed tree caps (nNodes > 2:
+  // 80, 105 for sm80 LL128; else 110, 130).
+  const double ll128_cap = v.ll128_per_coll[ll128_coll(in.op)];
   const bool cc80 = in.sys.sm == 80;
   const double nch = in.g.channels;
   double bus = nch * ((in.sys.nodes <= 2 || in.a == Algo::collnet_direct) ? in.g.bw_intra : in.g.bw_inter);
@@ -258,13 +268,34 @@ double bus_bw_v2_7(const BwInputs& in) {
   const bool multi_or_reduce = in.sys.nodes > 1 || in.op == CollectiveOp::allreduce || in.op == CollectiveOp::reduce;
   if (in.a == Algo::ring && in.p == Proto::ll) bus *= multi_or_reduce ? 1.0 / 4.0 : 1.0 / 3.0;
   if (in.a == Algo::ring && in.p == Proto::ll128)
-    bus = std::min(bus * (in.sys.ppn < 2 ? 0.7 : 0.92), kLl128PerColl[coll] * nch);
+    bus = std::min(bus * (in.sys.ppn < 2 ? 0.7 : 0.92), ll128_cap * nch);
   if (in.a == Algo::tree) {
     const bool ll128 = in.p == Proto::ll128;
     const double cap = in.sys.nodes > 2 ? (cc80 && ll128 ? 105.0 : 80.0) : (cc80 && ll128 ? 130.0 : 110.0);
     bus = std::min(bus * .9, cap);
     if (in.p == Proto::ll) bus *= 1.0 / 3.8;
-    if (ll128) bus = std::min(bus * (in.sys.nodes == 1 ? 7.0 / 9.0 : 0.915), kLl128PerColl[coll] * nch * 7.0 / 9.0);
+    if (ll128) bus = std::min(bus * (in.sys.nodes == 1 ? 7.0 / 9.0 : 0.915), ll128_cap * nch * 7.0 / 9.0);
+  }
+  if (in.a == Algo::collnet_direct) bus *= in.p == Proto::ll ? .9 / 6.0 : in.p == Proto::ll128 ? 0 : .9;
+  return bus;
+}
+
+/// v2.8.3 tuning.cc (920dbe5b) "Various model refinements": v2.7's shape, with LL capped by
+/// llMaxBws and trees by perChMaxTreeBws per channel (the fixed 80/110 caps are gone) and
+/// the tree LL128 cap without v2.7's 7/9.
+double bus_bw_v2_8(const BwInputs& in, const VersionConstants& v) {
+  const double ll128_cap = v.ll128_per_coll[ll128_coll(in.op)];
+  const double nch = in.g.channels;
+  double bus = nch * ((in.sys.nodes <= 2 || in.a == Algo::collnet_direct) ? in.g.bw_intra : in.g.bw_inter);
+  if (in.sys.sm == 80) bus = std::min(bus, 235.0);
+  const bool multi_or_reduce = in.sys.nodes > 1 || in.op == CollectiveOp::allreduce || in.op == CollectiveOp::reduce;
+  if (in.a == Algo::ring && in.p == Proto::ll) bus = std::min(in.ll_max, bus * (multi_or_reduce ? 0.25 : 1.0 / 3.0));
+  if (in.a == Algo::ring && in.p == Proto::ll128)
+    bus = std::min(bus * (in.sys.ppn < 2 ? 0.7 : 0.92), ll128_cap * nch);
+  if (in.a == Algo::tree) {
+    bus = std::min(bus * .92, nch * v.per_ch_max_tree[in.row][in.n_index]);
+    if (in.p == Proto::ll) bus = std::min(bus / 3.8, in.ll_max);
+    if (in.p == Proto::ll128) bus = std::min(bus * (in.sys.nodes == 1 ? 7.0 / 9.0 : 0.915), ll128_cap * nch);
   }
   if (in.a == Algo::collnet_direct) bus *= in.p == Proto::ll ? .9 / 6.0 : in.p == Proto::ll128 ? 0 : .9;
   return bus;
@@ -342,8 +373,13 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
   const double nch = g.channels;
 
   const BwInputs in{op, a, p, sys, g, ll_max, row, n_index};
-  const bool old = v.era == Era::v2_4 || v.era == Era::v2_7;
-  double bus = old ? bus_bw_v2_7(in) : v.era == Era::v2_20 ? bus_bw_v2_20(in, v) : bus_bw_head(in, v);
+  // 2.4-2.8 share v2.7's latency model, algorithm-bandwidth conversion and plateau (no net
+  // overhead, LL intra latency x1.8 across nodes).
+  const bool old = v.era == Era::v2_4 || v.era == Era::v2_7 || v.era == Era::v2_8;
+  double bus = v.era == Era::v2_8 ? bus_bw_v2_8(in, v)
+               : old              ? bus_bw_v2_7(in, v)
+               : v.era == Era::v2_20 ? bus_bw_v2_20(in, v)
+                                     : bus_bw_head(in, v);
   const bool ag_rs = op == CollectiveOp::allgather || op == CollectiveOp::reduce_scatter;
   if (a == Algo::collnet_direct && !old) {
     if (ag_rs) {

@@ -69,10 +69,9 @@ VersionConstants make_2_20() {
   return v;
 }
 
-/// NCCL v2.7.5 tuning.cc (01afd20a; nearest stored to 2.7.8 and 2.8.4, whose baseLat/hwLat
-/// papers.md §4 quotes identically for v2.7.8): Tree, Ring, CollNet only. The
-/// per-collective LL128 caps and the fixed tree caps live in the v2_7 branch of
-/// nccl_tuning.cpp (they are not per-arch tables in this era).
+/// NCCL v2.7.5 tuning.cc (01afd20a; nearest stored to 2.7.8, whose baseLat/hwLat papers.md
+/// §4 quotes identically): Tree, Ring, CollNet only. The fixed tree caps live in the v2_7
+/// branch of nccl_tuning.cpp (they are not per-arch tables in this era).
 VersionConstants make_2_7() {
   VersionConstants v{.name = "2.7", .source = "tuning.cc @ v2.7.5 (01afd20a)", .era = Era::v2_7};
   // CollNet (one algorithm then) sits in the CollNetDirect row.
@@ -89,6 +88,36 @@ VersionConstants make_2_7() {
       {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
   for (int p = 0; p < kProtos; ++p) std::copy(corr[p], corr[p] + 22, v.tree_correction[p]);
   v.tree_correction_len = 22;
+  const double ll128[5] = {18.8, 12.0, 18.3, 15.2, 16.7};   // ll128MaxBwPerCh
+  std::copy(ll128, ll128 + 5, v.ll128_per_coll);
+  return v;
+}
+
+/// NCCL v2.8.3 tuning.cc (920dbe5b, makefiles/version.mk 2.8.3; the nearest stored to 2.8.4):
+/// v2.7's baseLat and formulas with new tables: llMaxBws caps ring and tree LL,
+/// perChMaxTreeBws caps trees per channel, hwLat NVLink Tree/LL128 1.25 and NET Tree/Simple
+/// 28 (was 1.2 and 50), AllReduce LL128 16.9 GB/s per channel (was 16.7), 23 tree
+/// correction sizes. Its two-row tables index by compCap80 (an all-sm80 job) for a single
+/// node and by CPU vendor (Intel 0, AMD 1) across nodes, so Hopper and Blackwell take row 0.
+VersionConstants make_2_8() {
+  VersionConstants v{.name = "2.8", .source = "tuning.cc @ v2.8.3 (920dbe5b)", .era = Era::v2_8};
+  const double base[kAlgos][kProtos] = {{4.4, 4.4, 0}, {3.6, 10.0, 8.4}, {4.4, 4.4, 0}};
+  const double hw[3][kAlgos][kProtos] = {{{.52, 1.25, 28}, {.47, 1.9, 3.4}, {.5, 1.2, 4.0}},
+                                         {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {1.0, 1.9, 5.5}},
+                                         {{5.0, 8.5, 28}, {2.7, 4.0, 9.6}, {5.0, 5.0, 10.7}}};
+  const double ll[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {39.0, 39.0, 20.4}, {39.0, 39.0, 20.4}};
+  const double tree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 22.5, 16.0}, {26.5, 18.5, 10.0}, {26.5, 18.5, 10.0}};
+  const double ll128[5] = {18.8, 12.0, 18.3, 15.2, 16.9};
+  const double corr[kProtos][23] = {
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, .92, .92},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+  std::copy(&base[0][0], &base[0][0] + kAlgos * kProtos, &v.base_lat[0][0]);
+  std::copy(&hw[0][0][0], &hw[0][0][0] + 3 * kAlgos * kProtos, &v.hw_lat[0][0][0]);
+  std::copy(&ll[0][0], &ll[0][0] + 12, &v.ll_max_bw[0][0]);
+  std::copy(&tree[0][0], &tree[0][0] + 12, &v.per_ch_max_tree[0][0]);
+  std::copy(ll128, ll128 + 5, v.ll128_per_coll);
+  std::copy(&corr[0][0], &corr[0][0] + kProtos * 23, &v.tree_correction[0][0]);
   return v;
 }
 
@@ -110,12 +139,13 @@ struct Entry {
 };
 
 const std::vector<Entry>& table() {
-  static const VersionConstants v24 = make_2_4(), v27 = make_2_7(), v220 = make_2_20(), head = make_head();
+  static const VersionConstants v24 = make_2_4(), v27 = make_2_7(), v28 = make_2_8(), v220 = make_2_20(),
+                                head = make_head();
   // Keys a data set may name, oldest first; each maps to the stored source nearest to it
   // (2.27-2.29 tuning.cc are not stored: HEAD is the nearest, same Blackwell rows and NVLS
   // efficiency model).
   static const std::vector<Entry> t = {
-      {"2.4", &v24},   {"2.7", &v27},   {"2.8", &v27},   {"2.18", &v220}, {"2.19", &v220}, {"2.20", &v220},
+      {"2.4", &v24},   {"2.7", &v27},   {"2.8", &v28},   {"2.18", &v220}, {"2.19", &v220}, {"2.20", &v220},
       {"2.27", &head}, {"2.28", &head}, {"2.29", &head}, {"2.30", &head}, {"head", &head}};
   return t;
 }

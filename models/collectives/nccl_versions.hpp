@@ -5,8 +5,8 @@
 ///
 /// Sources (read from NVIDIA/nccl with the stored versions; where a tag is not stored the
 /// nearest stored version is used and its entry says so): v2.4-era init.cc/enqueue.cc/
-/// core.h, v2.7.5 tuning.cc (01afd20a), v2.20.3 tuning.cc (b6475625), HEAD 2.30.7
-/// (papers.md §4). Units as in nccl_tuning.hpp: us and GB/s.
+/// core.h, v2.7.5 tuning.cc (01afd20a), v2.8.3 tuning.cc (920dbe5b), v2.20.3 tuning.cc
+/// (b6475625), HEAD 2.30.7 (papers.md §4). Units as in nccl_tuning.hpp: us and GB/s.
 ///
 /// Contract: `nccl_version` returns one immutable, program-lifetime constant set; HEAD is the
 /// default everywhere a version is not given.
@@ -22,6 +22,7 @@ namespace stepsim::models::nccl {
 enum class Era {
   v2_4,    ///< no tuning model: ring/tree by treeThreshold, LL by llThreshold (init.cc, enqueue.cc)
   v2_7,    ///< tuning.cc with Tree/Ring/CollNet, per-collective LL128 caps, fixed tree caps
+  v2_8,    ///< as v2_7, but LL capped by llMaxBws and trees by perChMaxTreeBws (v2.8.3)
   v2_20,   ///< per-arch caps, NVLS/NVLSTree with the 5/6 ratio, net overhead
   head,    ///< 2.27+: NVLS efficiency, LL at 1/2, Blackwell rows
 };
@@ -39,6 +40,8 @@ struct VersionConstants {
   double per_ch_max_tree_ll128[4][3] = {};
   double per_ch_max_tree[4][3] = {};
   double per_ch_max_nvls_tree[2][3] = {};   ///< Hopper, Blackwell
+  double ll128_per_coll[5] = {};            ///< ll128MaxBwPerCh (2.7/2.8): Broadcast, Reduce,
+                                            ///< AllGather, ReduceScatter, AllReduce
   double nvls_efficiency[2] = {};           ///< Hopper, Blackwell
   double tree_correction[kProtos][23] = {};
   int tree_correction_len = 23;             ///< 22 sizes (64 B..128 MiB) before 2.8

@@ -42,7 +42,7 @@ Estimate pick(const Tuning& t, Algo a, Proto p) {
 TEST(NcclVersions, PatchLevelsSelectTheirReleaseAndUnknownVersionsListTheKnownOnes) {
   EXPECT_EQ(nccl_version("2.20.5").name, "2.20");
   EXPECT_EQ(nccl_version("2.18.5-1").name, "2.20");   // nearest stored source: v2.20.3
-  EXPECT_EQ(nccl_version("2.8.4").name, "2.7");
+  EXPECT_EQ(nccl_version("2.8.4").name, "2.8");   // nearest stored source: v2.8.3
   EXPECT_EQ(&nccl_version("2.29.2"), &head_version());
   try {
     nccl_version("2.99");
