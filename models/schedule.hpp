@@ -62,11 +62,8 @@ struct CollectiveSpec {
 
 enum class Combine : std::uint8_t { replace, reduce };
 
-enum class StepKind : std::uint8_t { transfer };
-
 /// @brief One step: endpoint `src` sends cells to endpoint `dst`.
 struct Step {
-  StepKind kind = StepKind::transfer;
   int src = 0;
   int dst = 0;
   int block = 0;
