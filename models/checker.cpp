@@ -93,6 +93,39 @@ std::string cell_name(int block, int piece) {
   return "cell (block " + std::to_string(block) + ", piece " + std::to_string(piece) + ")";
 }
 
+/// The owner table, when present: allgather / reduce-scatter only, one row of num_blocks
+/// ranks per piece, every rank owning as many blocks of each piece (its share of the buffer).
+std::optional<std::string> check_block_owner(const Schedule& s) {
+  if (s.block_owner.empty()) return std::nullopt;
+  const CollectiveOp op = s.spec.op;
+  if (op != CollectiveOp::allgather && op != CollectiveOp::reduce_scatter)
+    return std::string("block_owner is set but ") + to_string(op) + " blocks have no owner (allgather / reduce_scatter only)";
+  if (static_cast<int>(s.block_owner.size()) != s.pieces)
+    return "block_owner has " + std::to_string(s.block_owner.size()) + " rows, one per piece needs " +
+           std::to_string(s.pieces);
+  const int n = s.spec.ranks;
+  const int share = s.num_blocks / n;
+  for (int p = 0; p < s.pieces; ++p) {
+    const std::vector<int>& row = s.block_owner[static_cast<std::size_t>(p)];
+    const std::string where = "block_owner of piece " + std::to_string(p) + ": ";
+    if (static_cast<int>(row.size()) != s.num_blocks)
+      return where + std::to_string(row.size()) + " entries, num_blocks is " + std::to_string(s.num_blocks);
+    std::vector<int> owned(static_cast<std::size_t>(n), 0);
+    for (int b = 0; b < s.num_blocks; ++b) {
+      const int r = row[static_cast<std::size_t>(b)];
+      if (r < 0 || r >= n)
+        return where + "block " + std::to_string(b) + " owned by " + std::to_string(r) + ", not a rank";
+      ++owned[static_cast<std::size_t>(r)];
+    }
+    for (int r = 0; r < n; ++r)
+      if (owned[static_cast<std::size_t>(r)] != share)
+        return where + "rank " + std::to_string(r) + " owns " + std::to_string(owned[static_cast<std::size_t>(r)]) +
+               " blocks, every rank must own num_blocks / ranks = " + std::to_string(share) +
+               (share == 1 ? " (the row must be a permutation of the ranks)" : "");
+  }
+  return std::nullopt;
+}
+
 /// Structural checks that need no execution: sizes, indices, channels, wire bytes.
 std::optional<std::string> check_structure(const Schedule& s, const CheckOptions& options) {
   const CollectiveSpec& spec = s.spec;
@@ -111,6 +144,7 @@ std::optional<std::string> check_structure(const Schedule& s, const CheckOptions
   if ((spec.op == CollectiveOp::allgather || spec.op == CollectiveOp::reduce_scatter) && s.num_blocks % n != 0)
     return "allgather/reduce_scatter need a multiple of ranks blocks, schedule has " +
            std::to_string(s.num_blocks);
+  if (auto bad = check_block_owner(s)) return bad;
   // nccl-tests sizes: alltoall and sendrecv count per-rank buffers, the others the whole one.
   const bool per_rank = spec.op == CollectiveOp::alltoall || spec.op == CollectiveOp::sendrecv;
   const Bytes expected_total = per_rank ? spec.bytes * n : spec.bytes;
@@ -160,7 +194,7 @@ void initialise(const Schedule& s, Machine& m) {
   for (int b = 0; b < s.num_blocks; ++b)
     for (int p = 0; p < s.pieces; ++p) {
       switch (s.spec.op) {
-        case CollectiveOp::allgather: m.add(b % n, b, p, b % n); break;
+        case CollectiveOp::allgather: m.add(s.owner_of(b, p), b, p, s.owner_of(b, p)); break;
         case CollectiveOp::broadcast: m.add(s.spec.root, b, p, s.spec.root); break;
         case CollectiveOp::alltoall: m.add(b / n, b, p, b / n); break;
         case CollectiveOp::sendrecv: m.add(b, b, p, b); break;
@@ -188,7 +222,7 @@ std::optional<std::string> check_final(const Schedule& s, Machine& m) {
       std::optional<std::string> bad;
       switch (s.spec.op) {
         case CollectiveOp::allgather:
-          for (int r = 0; r < n && !bad; ++r) bad = expect(r, b, p, m.single(b % n));
+          for (int r = 0; r < n && !bad; ++r) bad = expect(r, b, p, m.single(s.owner_of(b, p)));
           break;
         case CollectiveOp::broadcast:
           for (int r = 0; r < n && !bad; ++r) bad = expect(r, b, p, m.single(s.spec.root));
@@ -196,7 +230,7 @@ std::optional<std::string> check_final(const Schedule& s, Machine& m) {
         case CollectiveOp::allreduce:
           for (int r = 0; r < n && !bad; ++r) bad = expect(r, b, p, all);
           break;
-        case CollectiveOp::reduce_scatter: bad = expect(b % n, b, p, all); break;
+        case CollectiveOp::reduce_scatter: bad = expect(s.owner_of(b, p), b, p, all); break;
         case CollectiveOp::reduce: bad = expect(s.spec.root, b, p, all); break;
         case CollectiveOp::alltoall: bad = expect(b % n, b, p, m.single(b / n)); break;
         case CollectiveOp::sendrecv: bad = expect((b + 1) % n, b, p, m.single(b)); break;

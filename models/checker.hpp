@@ -6,8 +6,9 @@
 /// the first violation: a step sending a cell its source does not hold, a reduction that
 /// would count a contribution twice, a replace and a reduce (or two replaces) of one cell in
 /// one round, a cell touched by two channels (channels run unsynchronised), wire bytes that
-/// differ from the cells' size, or a final state that is not what the op promises (see
-/// CollectiveSpec). An empty optional means the schedule is correct.
+/// differ from the cells' size, a malformed block_owner table (see Schedule), or a final
+/// state that is not what the op promises (see CollectiveSpec). An empty optional means the
+/// schedule is correct.
 #include <optional>
 #include <string>
 

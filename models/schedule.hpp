@@ -46,13 +46,15 @@ double busbw_factor(CollectiveOp op, int ranks);
 /// buffer for allgather/reduce-scatter, the per-rank send buffer for alltoall).
 ///
 /// Block meaning per op (num_blocks and block_bytes are chosen by the algorithm within these):
-///  - allgather: block b originates at rank b % ranks; everybody must end with every block.
-///  - reduce_scatter: block b must end, fully reduced, at rank b % ranks.
+///  - allgather: block b originates at its owner; everybody must end with every block.
+///  - reduce_scatter: block b must end, fully reduced, at its owner.
 ///  - allreduce: every rank starts with its own contribution to every block; all end reduced.
 ///  - broadcast: the root holds every block; everybody must end with every block.
 ///  - reduce: every rank contributes to every block; the root must end with all reduced.
 ///  - alltoall: block b = src * ranks + dst starts at src and must end at dst.
 ///  - sendrecv: block b starts at rank b and must end at rank (b + 1) % ranks.
+/// The owner of allgather / reduce_scatter block b in piece p is Schedule::block_owner[p][b],
+/// or rank b % ranks when block_owner is empty; the other ops' blocks have no owner.
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::allreduce;
   int ranks = 0;
@@ -96,12 +98,25 @@ struct Schedule {
   Bytes block_bytes = 0;
   int channels = 1;
   std::vector<int> switch_vertices;   ///< global platform vertex of endpoint ranks + i
+  /// Allgather / reduce-scatter only (the checker rejects it elsewhere): empty, or
+  /// block_owner[piece][block] = the rank owning that cell (allgather origin, reduce-scatter
+  /// destination), pieces x num_blocks entries with every rank owning num_blocks / ranks
+  /// blocks of each piece (a permutation of the ranks when num_blocks == ranks). Why: blocks
+  /// can then follow ring positions, not ranks, so a ring whose order is not rank order (one
+  /// per channel, each leaving a node through its own NIC) is still a constant block shift,
+  /// one compact Round, as an allreduce's is.
+  std::vector<std::vector<int>> block_owner;
   std::vector<Round> rounds;
   Protocol protocol;
   Seconds launch_latency = 0;
   std::vector<std::string> notes;     ///< why the algorithm chose what it chose
 
   Bytes piece_bytes() const { return block_bytes / pieces; }
+  /// @brief The rank owning cell (block, piece) of an allgather / reduce-scatter.
+  int owner_of(int block, int piece) const {
+    return block_owner.empty() ? block % spec.ranks
+                               : block_owner[static_cast<std::size_t>(piece)][static_cast<std::size_t>(block)];
+  }
   int endpoints() const { return spec.ranks + static_cast<int>(switch_vertices.size()); }
   /// @brief Steps counted with repeats (what an explicit form would hold).
   std::int64_t expanded_step_count() const;

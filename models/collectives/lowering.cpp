@@ -188,6 +188,11 @@ void append_channel_ring_pass(Schedule& s, const std::vector<std::vector<int>>& 
   append_pass(s, channel_rings, one_channel_each(channel_rings.size()), owned, combine, offset);
 }
 
+Owned own_by_position(Schedule& s, const std::vector<std::vector<int>>& channel_rings) {
+  if (s.spec.op == CollectiveOp::allgather || s.spec.op == CollectiveOp::reduce_scatter) s.block_owner = channel_rings;
+  return [](int, int position, int channel) { return std::vector<CellRun>{{position, 1, channel}}; };
+}
+
 void append_chains(Schedule& s, const std::vector<std::vector<int>>& chains, Combine combine) {
   append_pipelines(s, chains, every_channel(s, chains.size()), combine);
 }

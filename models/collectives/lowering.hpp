@@ -70,6 +70,14 @@ void append_ring_pass(Schedule& s, const std::vector<std::vector<int>>& rings, c
 void append_channel_ring_pass(Schedule& s, const std::vector<std::vector<int>>& channel_rings,
                               const Owned& owned, Combine combine, int offset);
 
+/// @brief Blocks indexed by ring position, for one ring per channel (ring c carries piece c
+/// on channel c, num_blocks = ring length): position p of ring c owns block p of piece c, so
+/// every channel's pass moves blocks by one position whatever its order, one compact Round
+/// per append_channel_ring_pass. Allgather and reduce-scatter record it as
+/// s.block_owner[c][p] = channel_rings[c][p] (that rank's input / output); allreduce blocks
+/// have no owner. Returns the Owned to pass to append_channel_ring_pass.
+Owned own_by_position(Schedule& s, const std::vector<std::vector<int>>& channel_rings);
+
 /// @brief Appends pipelined chains: chain[0] -> chain[1] -> ... carries every block (a
 /// pipeline chunk) of every channel's piece (piece c on channel c); link i sends chunk t - i in round t, so chunks
 /// flow down the chain back to back. Chains run side by side, rounds aligned. Compact: the

@@ -16,8 +16,6 @@
 namespace stepsim::models::nccl {
 namespace {
 
-int wrap(int value, int modulus) { return ((value % modulus) + modulus) % modulus; }
-
 std::vector<int> concat(const std::vector<std::vector<int>>& parts) {
   std::vector<int> out;
   for (const auto& part : parts) out.insert(out.end(), part.begin(), part.end());
@@ -110,6 +108,7 @@ Schedule lower_ring(const CollectiveSpec& spec, const CollectiveContext& ctx, in
   const bool uniform = std::all_of(rings.begin(), rings.end(), [&](const auto& r) { return r == rings.front(); });
   // Position p owns the block of the rank standing there: its allgather input and its
   // reduce-scatter output (NCCL's ring: step k sends the chunk of position p - k - 1).
+  const lowering::Owned at_position = uniform ? lowering::Owned{} : lowering::own_by_position(s, rings);
   auto pass = [&](Combine combine, int offset) {
     if (uniform) {
       const std::vector<int>& ring = rings.front();
@@ -118,25 +117,10 @@ Schedule lower_ring(const CollectiveSpec& spec, const CollectiveContext& ctx, in
           combine, offset);
       return;
     }
-    if (spec.op == CollectiveOp::allreduce) {
-      // Every rank holds every block of an allreduce, so position p may own block p on
-      // every channel's ring: one compact Round per pass however the rings differ.
-      lowering::append_channel_ring_pass(
-          s, rings, [](int, int p, int c) { return std::vector<lowering::CellRun>{{p, 1, c}}; }, combine, offset);
-      return;
-    }
-    for (int k = 0; k + 1 < n; ++k) {
-      Round round;
-      for (int c = 0; c < channels; ++c) {
-        const std::vector<int>& ring = rings[static_cast<std::size_t>(c)];
-        for (int i = 0; i < n; ++i) {
-          const int owner = ring[static_cast<std::size_t>(wrap(i - k - offset, n))];
-          round.steps.push_back(lowering::step(s, ring[static_cast<std::size_t>(i)],
-                                               ring[static_cast<std::size_t>((i + 1) % n)], owner, 1, c, combine, c));
-        }
-      }
-      s.rounds.push_back(std::move(round));
-    }
+    // Differing rings per channel: blocks indexed by ring position (allgather/reduce-scatter
+    // record each position's rank as the block's owner), so every pass is one compact Round
+    // however the rings differ.
+    lowering::append_channel_ring_pass(s, rings, at_position, combine, offset);
   };
   if (spec.op != CollectiveOp::allgather) pass(Combine::reduce, 1);
   if (spec.op != CollectiveOp::reduce_scatter) pass(Combine::replace, 0);

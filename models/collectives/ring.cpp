@@ -6,19 +6,14 @@
 /// leaves a node through other GPUs and NICs, as NCCL's rings do); unset channels default
 /// to one per NIC across nodes (default_ring_channels).
 #include <algorithm>
-#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "models/collectives/lowering.hpp"
 #include "models/collectives/ring_order.hpp"
 
 namespace stepsim::models {
 namespace {
-
-/// Largest allgather / reduce-scatter stored step by step (n-1 rounds of n steps per channel)
-/// when the channels' rings differ; beyond it every channel shares channel 0's ring, whose
-/// passes stay compact. Those ops fix block b at rank b, so a ring is a constant block
-/// shift only when its ranks are consecutive, which per-channel rotations break.
-constexpr std::int64_t kMaxExplicitRingSteps = std::int64_t{1} << 20;
 
 std::string describe_order(const std::string& label, const std::vector<int>& order) {
   std::string text = label + ":";
@@ -55,37 +50,19 @@ class Ring : public Algorithm {
     lowering::require(*this, "ring", spec, ctx);
     const int n = spec.ranks;
     const int channels = ring_channels(ctx);
-    std::vector<std::vector<int>> rings = channel_ring_orders(ctx, channels);
+    const std::vector<std::vector<int>> rings = channel_ring_orders(ctx, channels);
     if (spec.op == CollectiveOp::broadcast || spec.op == CollectiveOp::reduce) return chain(spec, ctx, rings);
 
     Schedule s = lowering::start(spec, "ring", n, channels, channels);
-    if (spec.op == CollectiveOp::allreduce) {
-      describe_rings(s, rings, "ring order");
-      if (n < 2) return s;
-      // Allreduce blocks have no home rank, so position p of every ring owns block p: each
-      // channel's pass is the same constant shift whatever its order, one compact round.
-      const lowering::Owned at_position = [](int, int p, int c) {
-        return std::vector<lowering::CellRun>{{p, 1, c}};
-      };
-      lowering::append_channel_ring_pass(s, rings, at_position, Combine::reduce, 1);
-      lowering::append_channel_ring_pass(s, rings, at_position, Combine::replace, 0);
-      return s;
-    }
-    // Allgather / reduce-scatter: position p owns the block of the rank standing there (its
-    // input, its output); compact when the ring's ranks are consecutive.
-    const bool differ = std::any_of(rings.begin(), rings.end(), [&](const auto& r) { return r != rings.front(); });
-    if (differ && static_cast<std::int64_t>(n) * (n - 1) * channels > kMaxExplicitRingSteps) {
-      rings.assign(rings.size(), rings.front());
-      s.notes.push_back("every channel on channel 0's ring: per-channel rings of " + std::to_string(n) +
-                        " ranks would be stored step by step");
-    }
     describe_rings(s, rings, "ring order");
+    // Position p of ring c owns block p of piece c (allgather / reduce-scatter record the rank
+    // standing there as its owner): each channel's pass is the same constant shift whatever
+    // its order, one compact round, so per-channel rings scale to any rank count.
+    const lowering::Owned at_position = lowering::own_by_position(s, rings);
     if (n < 2) return s;
-    const lowering::Owned at_rank = [&](int ring, int p, int c) {
-      return std::vector<lowering::CellRun>{{rings[static_cast<std::size_t>(ring)][static_cast<std::size_t>(p)], 1, c}};
-    };
-    if (spec.op == CollectiveOp::reduce_scatter) lowering::append_channel_ring_pass(s, rings, at_rank, Combine::reduce, 1);
-    else lowering::append_channel_ring_pass(s, rings, at_rank, Combine::replace, 0);
+    if (spec.op != CollectiveOp::allgather) lowering::append_channel_ring_pass(s, rings, at_position, Combine::reduce, 1);
+    if (spec.op != CollectiveOp::reduce_scatter)
+      lowering::append_channel_ring_pass(s, rings, at_position, Combine::replace, 0);
     return s;
   }
 

@@ -2,6 +2,9 @@
 // violation is caught with a message that says where.
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 #include "models/checker.hpp"
 
 namespace stepsim::models {
@@ -68,6 +71,23 @@ Schedule compact_ring_allreduce(int n, int pieces) {
     r.block_shift = -1;
     s.rounds.push_back(r);
   }
+  return s;
+}
+
+/// Ring `op` (allgather or reduce-scatter) along `order`, blocks indexed by ring position:
+/// position p owns block p (block_owner = order), one compact round of shift -1.
+Schedule positional_ring(CollectiveOp op, const std::vector<int>& order) {
+  const int n = static_cast<int>(order.size());
+  Schedule s = base(op, n, n);
+  s.block_owner = {order};
+  const bool gather = op == CollectiveOp::allgather;
+  Round r;
+  for (int i = 0; i < n; ++i)
+    r.steps.push_back(transfer(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>((i + 1) % n)],
+                               gather ? i : (i + n - 1) % n, gather ? Combine::replace : Combine::reduce));
+  r.repeat = n - 1;
+  r.block_shift = -1;
+  s.rounds.push_back(r);
   return s;
 }
 
@@ -253,6 +273,67 @@ TEST(Checker, ManyRanksUseSeveralWords) {
   EXPECT_NE(check_schedule(s).value_or("").find("rank 0 cell (block 0, piece 0) holds {0}, allreduce promises {130 ranks}"),
             std::string::npos)
       << check_schedule(s).value_or("");
+}
+
+TEST(Checker, BlockOwnerFollowsRingPositions) {
+  // A ring in non-rank order is one compact round once blocks follow positions, not ranks.
+  const std::vector<int> order = {0, 3, 1, 4, 2};
+  for (CollectiveOp op : {CollectiveOp::allgather, CollectiveOp::reduce_scatter}) {
+    EXPECT_EQ(check_schedule(positional_ring(op, order)), std::nullopt) << to_string(op);
+    // Without the table the same steps mean blocks at rank b: rank 3 does not hold block 1.
+    Schedule s = positional_ring(op, order);
+    s.block_owner.clear();
+    EXPECT_TRUE(check_schedule(s)) << to_string(op);
+  }
+}
+
+TEST(Checker, WrongBlockOwnerIsCaught) {
+  // Swapping the owners of blocks 1 and 2 (ranks 3 and 1) on steps written for the true
+  // table. Allgather: position 1 (rank 3) forwards block 1 first, but block 1 now starts at rank 1.
+  Schedule gather = positional_ring(CollectiveOp::allgather, {0, 3, 1, 4, 2});
+  std::swap(gather.block_owner[0][1], gather.block_owner[0][2]);
+  const auto bad = check_schedule(gather);
+  ASSERT_TRUE(bad);
+  EXPECT_NE(bad->find("(rank 3 -> rank 1, channel 0) cell (block 1, piece 0): rank 3 does not hold it"), std::string::npos)
+      << *bad;
+  // Reduce-scatter: block 1 ends reduced at position 1 (rank 3), its owner is now rank 1.
+  Schedule scatter = positional_ring(CollectiveOp::reduce_scatter, {0, 3, 1, 4, 2});
+  std::swap(scatter.block_owner[0][1], scatter.block_owner[0][2]);
+  const auto wrong = check_schedule(scatter);
+  ASSERT_TRUE(wrong);
+  EXPECT_NE(wrong->find("final state: rank 1 cell (block 1, piece 0)"), std::string::npos) << *wrong;
+}
+
+TEST(Checker, BlockOwnerMustBeWellFormed) {
+  const Schedule good = positional_ring(CollectiveOp::allgather, {0, 3, 1, 4, 2});
+  auto with = [&](auto mutate) {
+    Schedule s = good;
+    mutate(s);
+    return check_schedule(s).value_or("");
+  };
+  EXPECT_NE(with([](Schedule& s) { s.block_owner[0][1] = 0; })
+                .find("block_owner of piece 0: rank 0 owns 2 blocks, every rank must own num_blocks / ranks = 1 "
+                      "(the row must be a permutation of the ranks)"),
+            std::string::npos);
+  EXPECT_NE(with([](Schedule& s) { s.block_owner[0][1] = 5; }).find("block 1 owned by 5, not a rank"),
+            std::string::npos);
+  EXPECT_NE(with([](Schedule& s) { s.block_owner[0].pop_back(); }).find("4 entries, num_blocks is 5"),
+            std::string::npos);
+  EXPECT_NE(with([](Schedule& s) { s.block_owner.push_back(s.block_owner[0]); }).find("2 rows, one per piece needs 1"),
+            std::string::npos);
+  // Only allgather and reduce-scatter blocks have an owner.
+  Schedule allreduce = compact_ring_allreduce(5, 1);
+  allreduce.block_owner = good.block_owner;
+  EXPECT_NE(check_schedule(allreduce).value_or("").find("allreduce blocks have no owner"), std::string::npos);
+  // With two blocks per rank every rank must own two of each piece.
+  Schedule doubled = base(CollectiveOp::allgather, 2, 4);
+  doubled.block_owner = {{0, 1, 1, 0}};
+  doubled.rounds.push_back({{transfer(0, 1, 0, Combine::replace, 0, 0, 1), transfer(0, 1, 3),
+                             transfer(1, 0, 1, Combine::replace, 0, 0, 2)}});
+  EXPECT_EQ(check_schedule(doubled), std::nullopt);
+  doubled.block_owner = {{0, 1, 1, 1}};
+  EXPECT_NE(check_schedule(doubled).value_or("").find("rank 0 owns 1 blocks, every rank must own num_blocks / ranks = 2"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -152,8 +152,11 @@ TEST(NcclChoice, LL128IsOffWithoutNvlink) {
   s.nvswitch = false;
   s.nvls = false;
   s.intra_bw = 12;
-  for (const Estimate& e : nccl_tune(CollectiveOp::allreduce, 1 << 20, s).estimates)
-    if (e.proto == Proto::ll128) EXPECT_FALSE(e.enabled);
+  for (const Estimate& e : nccl_tune(CollectiveOp::allreduce, 1 << 20, s).estimates) {
+    if (e.proto == Proto::ll128) {
+      EXPECT_FALSE(e.enabled);
+    }
+  }
 }
 
 // enqueue.cc topoGetAlgoInfo (2.19-2.30): channels drop while bytes < nc x maxThreads x

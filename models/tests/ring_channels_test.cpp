@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "models/collectives/lowering.hpp"
 #include "models/collectives/ring_order.hpp"
@@ -120,6 +121,30 @@ TEST(RingChannels, EveryOpPassesTheCheckerAcrossNodes) {
   Job uneven = whole(2, 8);
   uneven.allocation.gpus = {0, 1, 2, 8, 9, 10, 11, 12};   // 3 on node 0, 5 on node 1
   check(uneven);
+}
+
+TEST(RingChannels, AllgatherAndReduceScatterStayCompactOnPerChannelRings) {
+  // Blocks follow ring positions (block_owner[c] = channel c's ring), so each channel's pass
+  // is one round repeated n-1 times however the channels' orders differ.
+  Job small = whole(4, 8);
+  const std::vector<std::vector<int>> rings = channel_ring_orders(small.context(), 8);
+  ASSERT_NE(rings[0], rings[1]);
+  for (CollectiveOp op : {CollectiveOp::allgather, CollectiveOp::reduce_scatter}) {
+    Schedule s;
+    ASSERT_EQ(lower_and_check("ring", {op, 32, 1e9, 0}, small.context(), &s), std::nullopt);
+    EXPECT_EQ(s.block_owner, rings);
+    ASSERT_EQ(s.rounds.size(), 1u);
+    EXPECT_EQ(s.rounds[0].repeat, 31);
+  }
+  // 1024 ranks x 8 channels (too big to check symbolically): still every channel on its own
+  // ring, stored as one round of 8 x 1024 steps for 8 x 1024 x 1023 expanded ones.
+  Job large = whole(128, 8);
+  large.options.channels = 8;
+  const Schedule s = AlgorithmRegistry::instance().get("ring").make()->lower(
+      {CollectiveOp::allgather, 1024, 1024.0 * 1024 * 1024, 0}, large.context());
+  EXPECT_EQ(s.block_owner, channel_ring_orders(large.context(), 8));
+  EXPECT_EQ(stored_steps(s), 8 * 1024);
+  EXPECT_EQ(s.expanded_step_count(), 8LL * 1024 * 1023);
 }
 
 TEST(RingChannels, OneNodeKeepsOneRingAndOneChannel) {
