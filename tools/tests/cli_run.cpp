@@ -34,8 +34,9 @@ RunResult run_stepsim(const std::vector<std::string>& args) {
   close(mkstemp(out_path));
   close(mkstemp(err_path));
   std::string command = quote(STEPSIM_BINARY);
-  for (const std::string& a : args) command += " " + quote(a);
-  command += " >" + std::string(out_path) + " 2>" + err_path + " </dev/null";
+  // Appended piece by piece: GCC 12 misreports `" " + std::string` temporaries (-Wrestrict).
+  for (const std::string& a : args) command.append(" ").append(quote(a));
+  command.append(" >").append(out_path).append(" 2>").append(err_path).append(" </dev/null");
   const int status = std::system(command.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
