@@ -87,7 +87,8 @@ class DoubleBinaryTree : public Algorithm {
       return true;
     if (why_not)
       *why_not = "trees implement allreduce, broadcast and reduce (as in NCCL), not " +
-                 std::string(to_string(spec.op)) + "; use 'ring'";
+                 std::string(to_string(spec.op)) + "; use " +
+                 (spec.op == CollectiveOp::alltoall || spec.op == CollectiveOp::sendrecv ? "'direct'" : "'ring'");
     return false;
   }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -124,6 +125,9 @@ int run(const CollectiveArgs& args) {
     throw ConfigError("--size", e.what(), "write a size such as 8, 64KiB, 1GiB or 1e9");
   }
   if (spec.bytes <= 0) throw ConfigError("--size", "size must be > 0", "write a positive size such as 1MiB");
+  if (spec.bytes != std::floor(spec.bytes))
+    throw ConfigError("--size", fmt::format("size must be a whole number of bytes, got {}", spec.bytes),
+                      "write e.g. 1KiB or 1536");
   if (spec.ranks < 2)
     throw ConfigError("--gpus", "a collective needs at least 2 ranks, got " + std::to_string(spec.ranks),
                       "select 2 or more GPUs");

@@ -26,6 +26,7 @@ std::vector<BadInput> catalogue() {
       {"unknown_op", {"collective", "dgx-h100", "--op", "allsmash", "--size", "1MiB"}, {"--op", "allsmash", "allreduce"}},
       {"size_not_a_number", {"collective", "dgx-h100", "--op", "allreduce", "--size", "lots"}, {"--size", "lots", "1GiB"}},
       {"size_bad_unit", {"collective", "dgx-h100", "--op", "allreduce", "--size", "5parsecs"}, {"--size", "5parsecs"}},
+      {"size_fractional_bytes", {"collective", "dgx-h100", "--op", "allreduce", "--size", "0.5"}, {"--size", "whole number"}},
       {"size_zero", {"collective", "dgx-h100", "--op", "allreduce", "--size", "0"}, {"--size", "> 0"}},
       {"duplicate_gpu", with({"collective", "dgx-h100", "--gpus", "0,1,1"}, ar), {"--gpus", "1"}},
       {"gpu_out_of_range", with({"collective", "dgx-h100", "--gpus", "0,9"}, ar), {"--gpus", "9"}},
