@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <sstream>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace stepsim::models {
@@ -240,6 +242,151 @@ std::optional<std::string> check_final(const Schedule& s, Machine& m) {
   return std::nullopt;
 }
 
+/// "round 2 repetition 1 step 3 (rank 0 -> rank 1, channel 0)": one step of the compact form.
+std::string step_label(const Schedule& s, std::size_t r, int rep, std::size_t i) {
+  const Round& round = s.rounds[r];
+  const Step& st = round.steps[i];
+  return "round " + std::to_string(r) + (round.repeat > 1 ? " repetition " + std::to_string(rep) : "") + " step " +
+         std::to_string(i) + " (" + endpoint_name(s, st.src) + " -> " + endpoint_name(s, st.dst) + ", channel " +
+         std::to_string(st.channel) + ")";
+}
+
+/// Happens-before under the dependency contract (schedule.hpp), exact.
+///
+/// A step of expanded round k issued by pair a = (src, channel) starts after every step of
+/// rounds < k that involves a, hence after everything those steps started after. Steps of one
+/// round between the same two pairs (an *edge*: src, dst, channel) are ordered alike, and an
+/// edge's round-j steps start after its earlier ones (same issuer), so "all of an edge's steps
+/// up to round j finished" is one number. The clock of pair q holds it for every edge of q's
+/// channel: clock_[q][edge] = latest round j whose steps on that edge are known finished before
+/// q's next step starts. After round k, for every step s of it, src and dst pairs take the
+/// element-wise max with VC(s) (src's clock before the round: the destination is ready only
+/// after s finished) and both set edge(s) to k.
+///
+/// Why edges, not pairs: knowing that q's step t finished does not tell that q's other steps
+/// of t's round did (q's receives do not wait for one another), so per-pair entries must stay
+/// one round behind t, and a plain ring, where a cell's next writer learns of its reader's send
+/// only through that send's receiver, would be reported as racing.
+class RaceTracker {
+ public:
+  enum class Kind : std::uint8_t { read, replace, reduce };
+  /// One access to a cell at an endpoint: a send from it (read) or a step into it (write).
+  struct Access {
+    int edge;
+    std::int64_t round;         ///< expanded round
+    Kind kind;
+    std::size_t compact_round;  ///< where it is in the Schedule, for messages
+    int rep;
+    std::size_t step;
+  };
+
+  /// Numbers each channel's edges: what the clocks are indexed by.
+  struct Edges {
+    std::vector<std::vector<int>> of;   ///< [compact round][step] -> edge within its channel
+    std::vector<int> per_channel;
+    /// Clock entries, pairs x edges of their channel: what the size guard weighs.
+    double clock_entries(const Schedule& s) const {
+      double entries = 0;
+      for (int count : per_channel) entries += static_cast<double>(count) * s.endpoints();
+      return entries;
+    }
+  };
+  static Edges number_edges(const Schedule& s) {
+    Edges edges{std::vector<std::vector<int>>(s.rounds.size()), std::vector<int>(static_cast<std::size_t>(s.channels), 0)};
+    std::unordered_map<std::int64_t, int> ids;   // (channel, src, dst) -> edge
+    for (std::size_t r = 0; r < s.rounds.size(); ++r)
+      for (const Step& st : s.rounds[r].steps) {
+        const std::int64_t key = (static_cast<std::int64_t>(st.channel) * s.endpoints() + st.src) * s.endpoints() + st.dst;
+        const auto [at, added] = ids.try_emplace(key, edges.per_channel[static_cast<std::size_t>(st.channel)]);
+        if (added) ++edges.per_channel[static_cast<std::size_t>(st.channel)];
+        edges.of[r].push_back(at->second);
+      }
+    return edges;
+  }
+
+  RaceTracker(const Schedule& s, Edges edges) : s_(s), edge_of_(std::move(edges.of)) {
+    clock_.resize(static_cast<std::size_t>(s.endpoints() * s.channels));
+    for (int e = 0; e < s.endpoints(); ++e)
+      for (int c = 0; c < s.channels; ++c)
+        clock_[pair(e, c)].assign(static_cast<std::size_t>(edges.per_channel[static_cast<std::size_t>(c)]), -1);
+  }
+
+  /// Step i of compact round r writes `cell` at its destination. Returns the earlier access
+  /// of that cell the write is not ordered after, if any. Accesses kept are all of earlier
+  /// rounds (record's land at end_round), so same-round reads and writes are left to the round
+  /// rule (reads see the state before the round).
+  std::optional<Access> unordered_before(std::size_t r, std::size_t i, std::int64_t cell) const {
+    const Step& st = s_.rounds[r].steps[i];
+    const std::vector<int>& known = clock_[pair(st.src, st.channel)];
+    const auto kept = accesses_.find(key(st.dst, cell));
+    if (kept == accesses_.end()) return std::nullopt;
+    for (const Access& a : kept->second) {
+      // Reductions commute: two unordered reduces of disjoint contributions (the double-count
+      // check guards disjointness) sum to the same cell in either order.
+      if (a.kind == Kind::reduce && st.combine == Combine::reduce) continue;
+      if (known[static_cast<std::size_t>(a.edge)] < a.round) return a;
+    }
+    return std::nullopt;
+  }
+
+  /// Notes step i of compact round r (repetition rep, expanded round k) reading `cell` at its
+  /// source and writing it at its destination; applied at end_round.
+  void record(std::size_t r, int rep, std::size_t i, std::int64_t k, std::int64_t cell) {
+    const Step& st = s_.rounds[r].steps[i];
+    const int edge = edge_of_[r][i];
+    const Kind write = st.combine == Combine::replace ? Kind::replace : Kind::reduce;
+    round_accesses_.push_back({key(st.src, cell), {edge, k, Kind::read, r, rep, i}});
+    round_accesses_.push_back({key(st.dst, cell), {edge, k, write, r, rep, i}});
+  }
+
+  /// Ends expanded round k of compact round r: clocks and kept accesses advance.
+  void end_round(std::size_t r, std::int64_t k) {
+    const std::vector<Step>& steps = s_.rounds[r].steps;
+    std::vector<std::pair<std::size_t, std::vector<int>>> learnt;   // destination pair, merged clock
+    for (const Step& st : steps) {
+      const std::size_t dst = pair(st.dst, st.channel);
+      auto at = std::find_if(learnt.begin(), learnt.end(), [&](const auto& l) { return l.first == dst; });
+      if (at == learnt.end()) at = learnt.insert(learnt.end(), {dst, clock_[dst]});
+      const std::vector<int>& sender = clock_[pair(st.src, st.channel)];
+      for (std::size_t e = 0; e < sender.size(); ++e) at->second[e] = std::max(at->second[e], sender[e]);
+    }
+    for (auto& [dst, merged] : learnt) clock_[dst] = std::move(merged);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const auto edge = static_cast<std::size_t>(edge_of_[r][i]);
+      clock_[pair(steps[i].src, steps[i].channel)][edge] = static_cast<int>(k);
+      clock_[pair(steps[i].dst, steps[i].channel)][edge] = static_cast<int>(k);
+    }
+    // A read or a replace of this round is ordered after every earlier access of its cell
+    // (the endpoint's send waits for all its earlier steps; a replace was checked to be), so
+    // it supersedes them. Reduces alone may be unordered with earlier reduces: keep those.
+    std::stable_sort(round_accesses_.begin(), round_accesses_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 0; i < round_accesses_.size();) {
+      std::size_t j = i;
+      bool supersedes = false;
+      for (; j < round_accesses_.size() && round_accesses_[j].first == round_accesses_[i].first; ++j)
+        supersedes = supersedes || round_accesses_[j].second.kind != Kind::reduce;
+      std::vector<Access>& kept = accesses_[round_accesses_[i].first];
+      if (supersedes) kept.clear();
+      for (std::size_t a = i; a < j; ++a) kept.push_back(round_accesses_[a].second);
+      i = j;
+    }
+    round_accesses_.clear();
+  }
+
+ private:
+  std::size_t pair(int endpoint, int channel) const { return static_cast<std::size_t>(endpoint * s_.channels + channel); }
+  std::int64_t key(int endpoint, std::int64_t cell) const {
+    return static_cast<std::int64_t>(endpoint) * s_.num_blocks * s_.pieces + cell;
+  }
+
+  const Schedule& s_;
+  std::vector<std::vector<int>> edge_of_;   ///< see Edges::of
+  std::vector<std::vector<int>> clock_;     ///< [pair] -> latest known-finished round per edge
+  std::unordered_map<std::int64_t, std::vector<Access>> accesses_;   ///< (endpoint, cell) -> unsuperseded accesses
+  std::vector<std::pair<std::int64_t, Access>> round_accesses_;      ///< this round's, applied at end_round
+};
+
 /// One pending write of a round, applied after every step of the round has read.
 struct Write {
   int dst;
@@ -259,18 +406,25 @@ std::optional<std::string> check_schedule(const Schedule& s, const CheckOptions&
   if (words > kMaxStateWords)
     return "schedule too large to check symbolically (" + std::to_string(s.endpoints()) + " endpoints x " +
            std::to_string(static_cast<std::int64_t>(s.num_blocks) * s.pieces) + " cells)";
+  std::optional<RaceTracker> races;
+  if (options.check_races) {
+    RaceTracker::Edges edges = RaceTracker::number_edges(s);
+    if (edges.clock_entries(s) > kMaxStateWords)
+      return "schedule too large to check races (" + std::to_string(s.endpoints()) + " endpoints x " +
+             std::to_string(static_cast<std::int64_t>(edges.clock_entries(s) / s.endpoints())) +
+             " step edges); check it without CheckOptions::check_races";
+    races.emplace(s, std::move(edges));
+  }
   Machine m(s);
   initialise(s, m);
   const int word_count = m.words();
 
+  std::int64_t expanded = 0;   // the expanded round, the contract's round index
   for (std::size_t r = 0; r < s.rounds.size(); ++r) {
     const Round& round = s.rounds[r];
-    for (int rep = 0; rep < round.repeat; ++rep) {
+    for (int rep = 0; rep < round.repeat; ++rep, ++expanded) {
       auto name = [&](std::size_t i, int block, int piece) {
-        const Step& st = round.steps[i];
-        return "round " + std::to_string(r) + (round.repeat > 1 ? " repetition " + std::to_string(rep) : "") +
-               " step " + std::to_string(i) + " (" + endpoint_name(s, st.src) + " -> " + endpoint_name(s, st.dst) +
-               ", channel " + std::to_string(st.channel) + ") " + cell_name(block, piece);
+        return step_label(s, r, rep, i) + " " + cell_name(block, piece);
       };
       std::vector<Write> writes;
       for (std::size_t i = 0; i < round.steps.size(); ++i) {
@@ -288,6 +442,16 @@ std::optional<std::string> check_schedule(const Schedule& s, const CheckOptions&
           owner = st.channel;
           const std::uint64_t* held = m.at(st.src, c);
           if (m.empty(held)) return name(i, block, st.piece) + ": " + endpoint_name(s, st.src) + " does not hold it";
+          if (races) {
+            if (const auto earlier = races->unordered_before(r, i, c)) {
+              const bool read = earlier->kind == RaceTracker::Kind::read;
+              return name(i, block, st.piece) + ": " + (read ? "write-after-read" : "write-after-write") +
+                     " race: writes into " + endpoint_name(s, st.dst) + " with nothing in the dependency contract "
+                     "ordering it after the " + (read ? "send" : "write") + " of that cell in " +
+                     step_label(s, earlier->compact_round, earlier->rep, earlier->step);
+            }
+            races->record(r, rep, i, expanded, c);
+          }
           writes.push_back({st.dst, c, st.combine, std::vector<std::uint64_t>(held, held + word_count), i, block, st.piece});
         }
       }
@@ -323,6 +487,7 @@ std::optional<std::string> check_schedule(const Schedule& s, const CheckOptions&
         }
         i = j;
       }
+      if (races) races->end_round(r, expanded);
     }
   }
   return check_final(s, m);

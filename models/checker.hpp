@@ -5,7 +5,9 @@
 /// ranks whose contribution it holds, applies every step in dependency order and returns
 /// the first violation: a step sending a cell its source does not hold, a reduction that
 /// would count a contribution twice, a replace and a reduce (or two replaces) of one cell in
-/// one round, a cell touched by two channels (channels run unsynchronised), wire bytes that
+/// one round, a cell touched by two channels (channels run unsynchronised), a race (a write
+/// into a cell that the dependency contract does not order after that cell's earlier reads
+/// and writes: rounds need not complete in order), wire bytes that
 /// differ from the cells' size, a malformed block_owner table (see Schedule), or a final
 /// state that is not what the op promises (see CollectiveSpec). An empty optional means the
 /// schedule is correct.
@@ -18,6 +20,9 @@ namespace stepsim::models {
 
 struct CheckOptions {
   bool allow_compressed_wire_bytes = false;   ///< later: compression steps change wire bytes
+  /// Happens-before race detection under schedule.hpp's dependency contract (state: pairs x
+  /// step edges per channel, under the same size guard).
+  bool check_races = true;
 };
 
 std::optional<std::string> check_schedule(const Schedule& schedule, const CheckOptions& options = {});

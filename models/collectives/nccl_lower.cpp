@@ -221,8 +221,14 @@ Schedule lower_nvls(const CollectiveSpec& spec, const CollectiveContext& ctx, in
         const int head = local.front();
         const int d = node_depth(j, nn, tree);
         const int pj = node_parent(j, nn, tree);
-        for (int r : local) e.push_back({r, sw[static_cast<std::size_t>(j)], Combine::reduce, 0});
-        e.push_back({sw[static_cast<std::size_t>(j)], head, Combine::replace, 1});
+        // The head keeps its own contribution and receives the rest of its node's sum as a
+        // reduction: a replace here would be unordered with a child head's reduction into the
+        // same cell (nothing in the dependency contract orders the two).
+        if (local.size() > 1) {
+          for (int r : local)
+            if (r != head) e.push_back({r, sw[static_cast<std::size_t>(j)], Combine::reduce, 0});
+          e.push_back({sw[static_cast<std::size_t>(j)], head, Combine::reduce, 1});
+        }
         if (pj >= 0) {
           const int phead = orders[static_cast<std::size_t>(pj)].front();
           e.push_back({head, phead, Combine::reduce, 2 + dn - d});

@@ -24,6 +24,15 @@ Step transfer(int src, int dst, int block, Combine combine = Combine::replace, i
   return s;
 }
 
+/// Race detection is on by default; these tests also look at what in-order rounds alone see.
+CheckOptions with_races() { return CheckOptions{}; }
+
+CheckOptions in_order_rounds_only() {
+  CheckOptions options;
+  options.check_races = false;
+  return options;
+}
+
 Schedule base(CollectiveOp op, int ranks, int num_blocks) {
   Schedule s;
   s.spec = {op, ranks, 100.0 * num_blocks, 0};
@@ -96,6 +105,10 @@ TEST(Checker, AcceptsCorrectSchedules) {
   for (int n : {2, 3, 5, 8}) {
     EXPECT_EQ(check_schedule(direct_allgather(n)), std::nullopt) << n;
     EXPECT_EQ(check_schedule(compact_ring_allreduce(n, 2)), std::nullopt) << n;
+    // Race-free too: a ring's next writer of a cell learns of its reader's send through the
+    // ring (exactness: a per-endpoint clock would report this).
+    EXPECT_EQ(check_schedule(direct_allgather(n), with_races()), std::nullopt) << n;
+    EXPECT_EQ(check_schedule(compact_ring_allreduce(n, 2), with_races()), std::nullopt) << n;
   }
 }
 
@@ -180,6 +193,53 @@ TEST(Checker, PairwiseExchangeReadsBeforeWrites) {
   Schedule s = base(CollectiveOp::allreduce, 2, 1);
   s.rounds.push_back({{transfer(0, 1, 0, Combine::reduce), transfer(1, 0, 0, Combine::reduce)}});
   EXPECT_EQ(check_schedule(s), std::nullopt);
+}
+
+// Races: rounds need not complete in order (schedule.hpp's dependency contract), so a write
+// must be ordered after the cell's earlier sends and writes at its destination.
+
+TEST(Checker, LateWriteOvertakingAPendingSendRaces) {
+  // Reduce to rank 0 of 3 ranks. Rank 2 adds into rank 1's cell in round 1, but rank 2 has
+  // heard nothing of rank 1's round-0 send to rank 0: the add can land before that send reads
+  // the cell, and rank 0 would count rank 2 twice (once more by the direct round-2 send).
+  Schedule racy = base(CollectiveOp::reduce, 3, 1);
+  racy.rounds = {{{transfer(1, 0, 0, Combine::reduce)}},
+                 {{transfer(2, 1, 0, Combine::reduce)}},
+                 {{transfer(2, 0, 0, Combine::reduce)}}};
+  EXPECT_EQ(check_schedule(racy, in_order_rounds_only()), std::nullopt) << "in-order rounds hide the race";
+  EXPECT_EQ(check_schedule(racy, with_races()).value_or(""),
+            "round 1 step 0 (rank 2 -> rank 1, channel 0) cell (block 0, piece 0): write-after-read race: writes "
+            "into rank 1 with nothing in the dependency contract ordering it after the send of that cell in round 0 "
+            "step 0 (rank 1 -> rank 0, channel 0)");
+  // Fixed by ordering the rounds the other way: rank 1 forwards only after rank 2's add, which
+  // its send waits for.
+  Schedule fixed = base(CollectiveOp::reduce, 3, 1);
+  fixed.rounds = {{{transfer(2, 1, 0, Combine::reduce)}}, {{transfer(1, 0, 0, Combine::reduce)}}};
+  EXPECT_EQ(check_schedule(fixed, with_races()), std::nullopt);
+}
+
+TEST(Checker, UnorderedWritesOfOneCellRace) {
+  // Broadcast from rank 0: rank 1's round-2 write into rank 2 is not ordered after rank 0's
+  // round-1 write there (rank 1 only heard of round 0).
+  Schedule s = base(CollectiveOp::broadcast, 3, 1);
+  s.rounds = {{{transfer(0, 1, 0)}}, {{transfer(0, 2, 0)}}, {{transfer(1, 2, 0)}}};
+  EXPECT_NE(check_schedule(s, with_races()).value_or("").find("round 2 step 0 (rank 1 -> rank 2, channel 0) cell (block 0, piece 0): "
+                                                "write-after-write race: writes into rank 2 with nothing in the "
+                                                "dependency contract ordering it after the write of that cell in "
+                                                "round 1 step 0 (rank 0 -> rank 2, channel 0)"),
+            std::string::npos)
+      << check_schedule(s, with_races()).value_or("");
+  // Rank 2 writing back into rank 1 is ordered: it heard, through rank 0, of round 0.
+  s.rounds[2].steps[0] = transfer(2, 1, 0);
+  EXPECT_EQ(check_schedule(s, with_races()), std::nullopt);
+}
+
+TEST(Checker, UnorderedReductionsCommute) {
+  // Rank 2's add into rank 0 is not ordered after rank 1's, but sums commute and the
+  // double-count check keeps their contributions disjoint.
+  Schedule s = base(CollectiveOp::reduce, 3, 1);
+  s.rounds = {{{transfer(1, 0, 0, Combine::reduce)}}, {{transfer(2, 0, 0, Combine::reduce)}}};
+  EXPECT_EQ(check_schedule(s, with_races()), std::nullopt);
 }
 
 TEST(Checker, CellOnTwoChannels) {
@@ -270,9 +330,17 @@ TEST(Checker, ManyRanksUseSeveralWords) {
   EXPECT_EQ(check_schedule(compact_ring_allreduce(130, 1)), std::nullopt);
   Schedule s = compact_ring_allreduce(130, 1);
   s.rounds[0].repeat = 128;   // one reduce step short: block 0 never reaches rank 0 summed
-  EXPECT_NE(check_schedule(s).value_or("").find("rank 0 cell (block 0, piece 0) holds {0}, allreduce promises {130 ranks}"),
+  EXPECT_NE(check_schedule(s, in_order_rounds_only())
+                .value_or("")
+                .find("rank 0 cell (block 0, piece 0) holds {0}, allreduce promises {130 ranks}"),
             std::string::npos)
-      << check_schedule(s).value_or("");
+      << check_schedule(s, in_order_rounds_only()).value_or("");
+  // Shortened, the allgather's first write into rank 1 comes one round before rank 1's first
+  // send can be known finished: the chain 1 -> 2 -> ... -> 129 -> 0 needs 129 rounds.
+  EXPECT_NE(check_schedule(s, with_races()).value_or("").find("round 1 repetition 0 step 0 (rank 0 -> rank 1, channel 0) "
+                                                              "cell (block 0, piece 0): write-after-read race"),
+            std::string::npos)
+      << check_schedule(s, with_races()).value_or("");
 }
 
 TEST(Checker, BlockOwnerFollowsRingPositions) {
