@@ -41,7 +41,8 @@ struct CollectiveContext {
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
-  /// @brief Whether this algorithm implements `op` on this allocation (and why not).
+  /// @brief Whether this algorithm implements `op` on this allocation, and why not (into
+  /// `why_not` unless it is null).
   virtual bool supports(const CollectiveSpec& spec, const CollectiveContext& ctx,
                         std::string* why_not) const = 0;
   virtual Schedule lower(const CollectiveSpec& spec, const CollectiveContext& ctx) const = 0;

@@ -3,6 +3,8 @@
 #include "models/collectives/nccl_versions.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 #include "platforms/config_error.hpp"
 
@@ -17,6 +19,14 @@ constexpr double kTreeCorrection23[kProtos][23] = {
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
 
 /// NCCL HEAD 2.30.7 (5067397c, papers.md §4): ncclTunerConstantsDefaults.
+/// Copies a constant table into the VersionConstants member of the same shape; the shared
+/// type makes a shape mismatch a compile error instead of a silent partial copy.
+template <class Table>
+void fill(Table& member, const Table& table) {
+  static_assert(std::is_array_v<Table>);
+  std::memcpy(&member, &table, sizeof(Table));
+}
+
 VersionConstants make_head() {
   VersionConstants v{.name = "2.30", .source = "tuning.cc @ HEAD 2.30.7 (5067397c, papers.md §4)", .era = Era::head};
   const double base[kAlgos][kProtos] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}};
@@ -29,16 +39,16 @@ VersionConstants make_head() {
   const double tree_ll128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
   const double tree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
   const double nvls_tree[2][3] = {{0, 57.7, 45.5}, {0, 96.0, 80.0}};
-  std::copy(&base[0][0], &base[0][0] + kAlgos * kProtos, &v.base_lat[0][0]);
-  std::copy(&hw[0][0][0], &hw[0][0][0] + 3 * kAlgos * kProtos, &v.hw_lat[0][0][0]);
-  std::copy(&ll[0][0], &ll[0][0] + 12, &v.ll_max_bw[0][0]);
-  std::copy(ring_ll128, ring_ll128 + 4, v.per_ch_max_ring_ll128);
-  std::copy(&tree_ll128[0][0], &tree_ll128[0][0] + 12, &v.per_ch_max_tree_ll128[0][0]);
-  std::copy(&tree[0][0], &tree[0][0] + 12, &v.per_ch_max_tree[0][0]);
-  std::copy(&nvls_tree[0][0], &nvls_tree[0][0] + 6, &v.per_ch_max_nvls_tree[0][0]);
+  fill(v.base_lat, base);
+  fill(v.hw_lat, hw);
+  fill(v.ll_max_bw, ll);
+  fill(v.per_ch_max_ring_ll128, ring_ll128);
+  fill(v.per_ch_max_tree_ll128, tree_ll128);
+  fill(v.per_ch_max_tree, tree);
+  fill(v.per_ch_max_nvls_tree, nvls_tree);
   v.nvls_efficiency[0] = 0.85;
   v.nvls_efficiency[1] = 0.74;
-  std::copy(&kTreeCorrection23[0][0], &kTreeCorrection23[0][0] + kProtos * 23, &v.tree_correction[0][0]);
+  fill(v.tree_correction, kTreeCorrection23);
   v.has_nvls = v.has_nvls_tree = v.has_collnet_chain = true;
   v.ll128_sm100 = true;
   return v;
@@ -58,13 +68,13 @@ VersionConstants make_2_20() {
   const double ring_ll128[4] = {20.0, 20.0, 36.7, 36.7};
   const double tree_ll128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {36.7, 36.7, 29.0}};
   const double tree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {38.7, 41.4, 36.0}};
-  std::copy(&base[0][0], &base[0][0] + kAlgos * kProtos, &v.base_lat[0][0]);
-  std::copy(&hw[0][0][0], &hw[0][0][0] + 3 * kAlgos * kProtos, &v.hw_lat[0][0][0]);
-  std::copy(&ll[0][0], &ll[0][0] + 12, &v.ll_max_bw[0][0]);
-  std::copy(ring_ll128, ring_ll128 + 4, v.per_ch_max_ring_ll128);
-  std::copy(&tree_ll128[0][0], &tree_ll128[0][0] + 12, &v.per_ch_max_tree_ll128[0][0]);
-  std::copy(&tree[0][0], &tree[0][0] + 12, &v.per_ch_max_tree[0][0]);
-  std::copy(&kTreeCorrection23[0][0], &kTreeCorrection23[0][0] + kProtos * 23, &v.tree_correction[0][0]);
+  fill(v.base_lat, base);
+  fill(v.hw_lat, hw);
+  fill(v.ll_max_bw, ll);
+  fill(v.per_ch_max_ring_ll128, ring_ll128);
+  fill(v.per_ch_max_tree_ll128, tree_ll128);
+  fill(v.per_ch_max_tree, tree);
+  fill(v.tree_correction, kTreeCorrection23);
   v.has_nvls = v.has_nvls_tree = v.has_collnet_chain = true;
   return v;
 }
@@ -79,8 +89,8 @@ VersionConstants make_2_7() {
   const double hw[3][kAlgos][kProtos] = {{{.52, 1.2, 28}, {.47, 1.9, 3.4}, {.5, 1.2, 4.0}},
                                          {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {1.0, 1.9, 5.5}},
                                          {{5.0, 8.5, 50}, {2.7, 4.0, 9.6}, {5.0, 5.0, 10.7}}};
-  std::copy(&base[0][0], &base[0][0] + kAlgos * kProtos, &v.base_lat[0][0]);
-  std::copy(&hw[0][0][0], &hw[0][0][0] + 3 * kAlgos * kProtos, &v.hw_lat[0][0][0]);
+  fill(v.base_lat, base);
+  fill(v.hw_lat, hw);
   // v2.7.5 treeCorrectionFactor: 22 sizes, 64 B .. 128 MiB.
   const double corr[kProtos][22] = {
       {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
@@ -89,7 +99,7 @@ VersionConstants make_2_7() {
   for (int p = 0; p < kProtos; ++p) std::copy(corr[p], corr[p] + 22, v.tree_correction[p]);
   v.tree_correction_len = 22;
   const double ll128[5] = {18.8, 12.0, 18.3, 15.2, 16.7};   // ll128MaxBwPerCh
-  std::copy(ll128, ll128 + 5, v.ll128_per_coll);
+  fill(v.ll128_per_coll, ll128);
   return v;
 }
 
@@ -112,12 +122,12 @@ VersionConstants make_2_8() {
       {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
       {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, .92, .92},
       {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
-  std::copy(&base[0][0], &base[0][0] + kAlgos * kProtos, &v.base_lat[0][0]);
-  std::copy(&hw[0][0][0], &hw[0][0][0] + 3 * kAlgos * kProtos, &v.hw_lat[0][0][0]);
-  std::copy(&ll[0][0], &ll[0][0] + 12, &v.ll_max_bw[0][0]);
-  std::copy(&tree[0][0], &tree[0][0] + 12, &v.per_ch_max_tree[0][0]);
-  std::copy(ll128, ll128 + 5, v.ll128_per_coll);
-  std::copy(&corr[0][0], &corr[0][0] + kProtos * 23, &v.tree_correction[0][0]);
+  fill(v.base_lat, base);
+  fill(v.hw_lat, hw);
+  fill(v.ll_max_bw, ll);
+  fill(v.per_ch_max_tree, tree);
+  fill(v.ll128_per_coll, ll128);
+  fill(v.tree_correction, corr);
   return v;
 }
 

@@ -5,6 +5,7 @@
 
 #include "models/collectives/nccl_tuning.hpp"
 #include "models/collectives/nccl_versions.hpp"
+#include "models/tests/nccl_estimates.hpp"
 
 namespace stepsim::models::nccl {
 namespace {
@@ -21,13 +22,6 @@ NcclSystem abci(int nodes) {
   s.nic_bw = 25;            // HDR 200 Gb/s / 8
   s.nics_per_node = 4;
   return s;
-}
-
-Estimate pick(const Tuning& t, Algo a, Proto p) {
-  for (const Estimate& e : t.estimates)
-    if (e.algo == a && e.proto == p) return e;
-  ADD_FAILURE() << "no estimate for " << to_string(a) << "/" << to_string(p);
-  return {};
 }
 
 const VersionConstants& v28() { return nccl_version("2.8.4"); }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "models/tests/nccl_estimates.hpp"
 #include "platforms/config_error.hpp"
 
 namespace stepsim::models::nccl {
@@ -30,13 +31,6 @@ NcclSystem a100_nodes(int nodes) {
   s.nic_bw = 25;
   s.nics_per_node = 8;
   return s;
-}
-
-Estimate pick(const Tuning& t, Algo a, Proto p) {
-  for (const Estimate& e : t.estimates)
-    if (e.algo == a && e.proto == p) return e;
-  ADD_FAILURE() << "no estimate for " << to_string(a) << "/" << to_string(p);
-  return {};
 }
 
 TEST(NcclVersions, PatchLevelsSelectTheirReleaseAndUnknownVersionsListTheKnownOnes) {

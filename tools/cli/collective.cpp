@@ -57,15 +57,12 @@ models::AlgorithmOptions algorithm_options(const CollectiveArgs& args) {
   return options;
 }
 
-Outcome run_one(const std::string& name, const models::CollectiveSpec& spec,
-                const models::CollectiveContext& ctx, sim::Engine& engine, bool check) {
-  auto algorithm = models::AlgorithmRegistry::instance().get(name).make();
-  std::string why_not;
-  if (!algorithm->supports(spec, ctx, &why_not))
-    throw ConfigError("--algo", fmt::format("algorithm '{}' cannot run {} here: {}", name,
-                                            models::to_string(spec.op), why_not),
-                      "choose another algorithm or --algo best");
-  models::Schedule schedule = algorithm->lower(spec, ctx);
+/// @brief Lowers with a supported algorithm (see supports()), optionally proves the schedule,
+/// and runs it on the engine.
+Outcome run_supported(const std::string& name, const models::Algorithm& algorithm,
+                      const models::CollectiveSpec& spec, const models::CollectiveContext& ctx,
+                      sim::Engine& engine, bool check) {
+  models::Schedule schedule = algorithm.lower(spec, ctx);
   if (check) {
     if (auto violation = models::check_schedule(schedule))
       throw std::logic_error("schedule of '" + name + "' fails the data-movement check: " + *violation);
@@ -142,15 +139,21 @@ int run(const CollectiveArgs& args) {
   std::vector<std::pair<std::string, double>> candidates;
   if (args.algo == "best") {
     for (const models::AlgorithmInfo* info : models::AlgorithmRegistry::instance().all()) {
-      std::string why_not;
-      if (!info->make()->supports(spec, ctx, &why_not)) continue;
-      Outcome o = run_one(info->name, spec, ctx, *engine, args.check);
+      const auto algorithm = info->make();
+      if (!algorithm->supports(spec, ctx, nullptr)) continue;
+      Outcome o = run_supported(info->name, *algorithm, spec, ctx, *engine, args.check);
       candidates.emplace_back(o.algo, o.result.time);
       if (!best || o.result.time < best->result.time) best = std::move(o);
     }
     if (!best) throw ConfigError("--op", "no algorithm supports this collective here", "check --gpus and --op");
   } else {
-    best = run_one(args.algo, spec, ctx, *engine, args.check);
+    const auto algorithm = models::AlgorithmRegistry::instance().get(args.algo).make();
+    std::string why_not;
+    if (!algorithm->supports(spec, ctx, &why_not))
+      throw ConfigError("--algo", fmt::format("algorithm '{}' cannot run {} here: {}", args.algo,
+                                              models::to_string(spec.op), why_not),
+                        "choose another algorithm or --algo best");
+    best = run_supported(args.algo, *algorithm, spec, ctx, *engine, args.check);
   }
 
   if (args.format == "json") {
