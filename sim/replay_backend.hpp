@@ -1,0 +1,45 @@
+#pragma once
+/// @file The clock and the communication of a replay: what the engine-independent replay
+/// state machine (replay_core) asks of an engine.
+///
+/// Contract: the backend owns simulated time. The core asks to be woken at a time (`wake_at`)
+/// and to start a collective's schedule at a time on given platform GPUs
+/// (`start_collective`); the backend calls `woken(token, now)` at that time and
+/// `member_done(token, member, now)` when member `member` (an index into the schedule's ranks)
+/// has finished its part of the schedule; callbacks may issue further requests. Requests at
+/// times before now are bugs (std::logic_error). Callbacks at equal times come in request
+/// order, so replays are deterministic. `run` returns when nothing is pending. The analytical
+/// backend prices every schedule in isolation (sim::AnalyticalEngine, cached per schedule);
+/// the event backend runs all flows of all started schedules in one SimGrid network.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "models/schedule.hpp"
+#include "sim/engine.hpp"
+
+namespace stepsim::sim {
+
+class ReplayBackend {
+ public:
+  using Token = std::uint64_t;
+  struct Callbacks {
+    std::function<void(Token token, Seconds now)> woken;
+    std::function<void(Token token, int member, Seconds now)> member_done;
+  };
+  virtual ~ReplayBackend() = default;
+
+  /// @brief Every schedule that may be started, before `run`: the event backend builds its
+  /// network (routes of every step) from them. `schedule` and `placement` outlive the backend.
+  virtual void declare(const models::Schedule& schedule, const Placement& placement) = 0;
+  virtual void wake_at(Seconds at, Token token) = 0;
+  /// @brief Starts a declared schedule at `at` (its launch_latency counts from `at`).
+  virtual void start_collective(Seconds at, const models::Schedule& schedule, Token token) = 0;
+  virtual void run(const Callbacks& callbacks) = 0;
+};
+
+/// @brief "analytical" or "event" (ConfigError naming --engine otherwise).
+std::unique_ptr<ReplayBackend> make_replay_backend(const std::string& engine);
+
+}  // namespace stepsim::sim

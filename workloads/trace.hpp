@@ -1,0 +1,108 @@
+#pragma once
+/// @file The Trace: one training iteration as per-rank ordered ops on named streams.
+///
+/// Execution model (what sim/replay.hpp executes; after Lin et al. 2024, ../shared/papers.md
+/// §3.1). Every rank runs its Program: a CPU thread issues the ops in order. A `cpu` op
+/// advances the CPU clock by its duration. Issuing a GPU op (kernel, collective, send, recv,
+/// memcpy) costs the CPU `launch.cpu_launch` and enqueues the op on its stream; `record` and
+/// `wait` are enqueued the same way but cost the CPU nothing and the GPU nothing. A stream runs
+/// its ops in order: an op starts when it was issued, the stream's previous op has finished
+/// and, for kernels, `launch.kernel_gap` has passed since then (the GPU-side per-kernel gap).
+/// `record E` on stream s fires when everything enqueued on s before it has finished; `wait E`
+/// on stream s holds every later op of s until the most recent `record E` issued before the
+/// wait (in CPU order) has fired. `sync` blocks the CPU: on an event (cudaEventSynchronize),
+/// on a stream (cudaStreamSynchronize), or on the whole device when both are -1.
+///
+/// Communication. A collective runs within the subgroup of its ProcessGroup that holds the
+/// issuing rank; the k-th collective a rank issues on a group is matched with the k-th one of
+/// every other member of its subgroup (NCCL semantics): they must agree on op, bytes, root and
+/// algorithm. It starts when every member's stream has reached it and ends on each member when
+/// that member's part of the schedule has finished. Sends and recvs are matched in order per
+/// (sender, receiver) pair and move `bytes` once both sides have reached them. The iteration
+/// ends when every rank's CPU and streams are done.
+///
+/// Compact form: ranks that run the same ops share one Program (`program_of_rank`), so an
+/// FSDP trace of 1024 ranks stores one Program; kernels are interned in `kernels`.
+#include <string>
+#include <vector>
+
+#include "models/algorithm.hpp"
+#include "models/compute/kernel.hpp"
+#include "models/schedule.hpp"
+
+namespace stepsim::workloads {
+
+enum class OpKind : std::uint8_t { kernel, collective, send, recv, memcpy, cpu, record, wait, sync };
+const char* to_string(OpKind kind);
+
+enum class MemcpyKind : std::uint8_t { host_to_device, device_to_host, device_to_device };
+
+struct Op {
+  OpKind kind = OpKind::kernel;
+  int stream = -1;          ///< Program::streams index; sync: the stream, or -1
+  int name = -1;            ///< Trace::names index: what the timeline and critical path show
+  int kernel = -1;          ///< kernel: Trace::kernels index, or -1 when `duration` is given
+  Seconds duration = 0;     ///< kernel with kernel == -1: its device time; cpu: CPU time
+  int collective = -1;      ///< collective: Trace::collectives index
+  int peer = -1;            ///< send / recv: the other rank (global)
+  Bytes bytes = 0;          ///< send / recv / memcpy
+  MemcpyKind memcpy = MemcpyKind::device_to_device;
+  int event = -1;           ///< record / wait: Program::events index; sync: the event, or -1
+};
+
+/// @brief What one rank runs: ops in CPU issue order.
+struct Program {
+  std::vector<std::string> streams;   ///< e.g. "compute", "allgather", "reduce_scatter"
+  std::vector<std::string> events;
+  std::vector<Op> ops;
+};
+
+/// @brief A family of disjoint rank sets (like torch.distributed.new_subgroups): a collective
+/// on it runs within the subgroup holding the issuing rank. Ranks within a subgroup are in
+/// collective-rank order.
+struct ProcessGroup {
+  std::string name;
+  std::vector<std::vector<int>> subgroups;
+  std::vector<int> subgroup_of_rank;  ///< per global rank, -1 when not a member
+};
+
+struct CollectiveCall {
+  models::CollectiveOp op = models::CollectiveOp::allreduce;
+  Bytes bytes = 0;                    ///< nccl-tests `size` convention (models/schedule.hpp)
+  int group = 0;                      ///< Trace::groups index
+  int root = 0;                       ///< broadcast / reduce: rank within the subgroup
+  std::string algorithm = "nccl";     ///< a registered algorithm
+  models::AlgorithmOptions options;
+  bool operator==(const CollectiveCall&) const = default;
+};
+
+/// @brief Launch costs (defaults: Lin et al.'s constants, ../shared/papers.md §3.1:
+/// KERNEL_LAUNCH_LENGTH 10 us - CPU and GPU event overheads = 4 us per launch call, and
+/// GPU_KERNEL_OVERHEAD 5 us per kernel).
+struct LaunchModel {
+  Seconds cpu_launch = 4e-6;          ///< CPU time of one launch call (T4)
+  Seconds kernel_gap = 5e-6;          ///< GPU time between two kernels of one stream
+};
+
+struct Trace {
+  std::string origin;                 ///< file or generator, for errors and reports
+  int ranks = 0;
+  std::vector<Program> programs;
+  std::vector<int> program_of_rank;   ///< ranks entries
+  std::vector<std::string> names;
+  std::vector<models::KernelSpec> kernels;   ///< completed (models::complete_kernel)
+  std::vector<ProcessGroup> groups;
+  std::vector<CollectiveCall> collectives;
+  LaunchModel launch;
+  std::vector<std::string> notes;     ///< assumptions a generator made, shown to the user
+
+  const Program& program(int rank) const { return programs[program_of_rank[rank]]; }
+};
+
+/// @brief Structural checks a Trace must pass before replay (indices in range, streams and
+/// events of the op's program, groups partition what they claim, every rank a member of the
+/// subgroups it issues on, waits after a record of their event, recv/send peers valid);
+/// throws ConfigError naming `trace.origin`, the rank, the op index and its name.
+void validate(const Trace& trace);
+
+}  // namespace stepsim::workloads
