@@ -25,8 +25,8 @@ bool is_catalogue(const std::string& stem) { return stem == "gpus" || stem == "n
 
 const std::vector<std::string>& gpu_figure_keys() {
   static const std::vector<std::string> keys = {
-      "arch",       "sm_version", "sm_count",   "memory",     "hbm_bandwidth",    "l2_size", "fp32_flops",
-      "tf32_flops", "fp16_flops", "bf16_flops", "fp8_flops",  "nvlink_bandwidth", "nvlinks"};
+      "arch",       "sm_version", "sm_count",   "memory",    "hbm_bandwidth",    "l2_size", "l2_bandwidth",
+      "fp32_flops", "tf32_flops", "fp16_flops", "bf16_flops", "fp8_flops", "nvlink_bandwidth", "nvlinks"};
   return keys;
 }
 
@@ -46,6 +46,7 @@ void read_gpu_figures(const YamlReader& reader, const YAML::Node& map, const std
   if (YAML::Node n = field("memory")) gpu.memory = reader.get_size(n, at("memory"));
   if (YAML::Node n = field("hbm_bandwidth")) gpu.hbm_bandwidth = reader.get_bandwidth(n, at("hbm_bandwidth"));
   if (YAML::Node n = field("l2_size")) gpu.l2_size = reader.get_size(n, at("l2_size"));
+  if (YAML::Node n = field("l2_bandwidth")) gpu.l2_bandwidth = reader.get_bandwidth(n, at("l2_bandwidth"));
   if (YAML::Node n = field("fp32_flops")) gpu.fp32_flops = reader.get_number(n, at("fp32_flops"));
   if (YAML::Node n = field("tf32_flops")) gpu.tf32_flops = reader.get_number(n, at("tf32_flops"));
   if (YAML::Node n = field("fp16_flops")) gpu.fp16_flops = reader.get_number(n, at("fp16_flops"));

@@ -45,6 +45,7 @@ struct GpuModel {
   Bytes memory = 0;
   BytesPerSecond hbm_bandwidth = 0;
   Bytes l2_size = 0;
+  BytesPerSecond l2_bandwidth = 0;   ///< measured L2 hit bandwidth (compute models' L2 roof)
   double fp32_flops = 0;       ///< dense FLOP/s
   double tf32_flops = 0;
   double fp16_flops = 0;       ///< dense tensor-core FLOP/s (also bf16 where supported)

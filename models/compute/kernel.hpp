@@ -9,6 +9,7 @@
 /// model uses is either a hardware figure of the GpuModel (cited in platforms/presets/gpus.yaml)
 /// or an efficiency figure cited in the model's file. Adding a kernel kind is one file under
 /// models/compute/ ending with `STEPSIM_REGISTER_KERNEL_MODEL(Class, "kind", "description")`.
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -51,6 +52,7 @@ struct KernelParam {
   std::string name;
   std::string description;
   std::optional<double> default_value;     ///< none = required
+  double minimum = 0;                      ///< smallest accepted value (e.g. 1 for a dimension)
 };
 
 class KernelModel {
@@ -59,6 +61,8 @@ class KernelModel {
   virtual std::vector<KernelParam> params() const = 0;
   /// @brief Whether `histogram` is used (and then what it holds), empty when it is not.
   virtual std::string histogram_meaning() const { return {}; }
+  /// @brief Entries a given `histogram` must have; 0 when the kind takes none.
+  virtual std::size_t histogram_bins() const { return 0; }
   /// @brief Prices a spec whose params were completed by complete_kernel().
   virtual KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const = 0;
 };
@@ -94,7 +98,8 @@ struct KernelModelRegistrar {
 };
 
 /// @brief Checks `spec` against its model (known kind, no unknown parameter, every required
-/// one present, values finite and >= 0) and fills defaults; throws ConfigError naming `where`
+/// one present, values finite and >= the parameter's minimum, histogram of the declared length
+/// with finite entries >= 0) and fills defaults; throws ConfigError naming `where`
 /// (e.g. "trace.yaml: kernels[3] (line 12)") and the allowed parameters.
 void complete_kernel(KernelSpec& spec, const std::string& where);
 

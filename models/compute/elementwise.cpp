@@ -1,0 +1,39 @@
+/// @file Memory-bound kernels: elementwise ops, activations, norms, reductions, optimizer steps,
+/// copies. Lin et al.'s roofline for non-GEMM ops (papers.md §3.1, ml_perf_model inference.py):
+///     time = max(elements * flops / peak, elements * (bytes_read + bytes_written) / hbm),
+/// with their per-element FLOP counts as examples (GELU 175, tanh 180, softmax 174, sigmoid 4,
+/// binary cross-entropy 7). Bytes are given per element so that mixed-precision kernels are
+/// exact: an Adam step over fp32 master weights with bf16 gradients reads 4+2+4+4 and writes
+/// 4+4+4 (+2 for the bf16 copy) bytes per parameter. The math runs on the CUDA cores at the fp32
+/// rate whatever the spec's dtype: PyTorch computes reduced-precision elementwise ops in float
+/// (at::opmath_type), and a dtype alone cannot say how many bytes a fused kernel moves.
+/// The HBM roof is the architecture's achievable fraction of datasheet bandwidth (roofline.cpp).
+#include "models/compute/roofline.hpp"
+
+namespace stepsim::models {
+namespace {
+
+class Elementwise : public KernelModel {
+ public:
+  std::vector<KernelParam> params() const override {
+    return {{"elements", "elements processed (e.g. tokens x hidden, or parameters for an optimizer step)",
+             std::nullopt},
+            {"bytes_read", "bytes read from HBM per element, over all inputs (bf16 x + fp32 w: 6)", std::nullopt},
+            {"bytes_written", "bytes written to HBM per element, over all outputs", std::nullopt},
+            {"flops", "FLOPs per element (add 1; Lin et al.: GELU 175, softmax 174, sigmoid 4)", 1}};
+  }
+
+  KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
+    const double elements = spec.param("elements");
+    const double flops = elements * spec.param("flops");
+    const Bytes bytes = elements * (spec.param("bytes_read") + spec.param("bytes_written"));
+    return roofline(flops, flops / gpu.fp32_flops, bytes, gpu);
+  }
+};
+
+}  // namespace
+
+STEPSIM_REGISTER_KERNEL_MODEL(Elementwise, "elementwise",
+                              "memory-bound op (activation, norm, optimizer step): max of FLOP and HBM time")
+
+}  // namespace stepsim::models

@@ -1,0 +1,63 @@
+/// @file GEMM and batched GEMM (C = A B, A m x k, B k x n, `batch` independent products in one
+/// launch, as cublasGemmStridedBatched): a roofline whose compute roof is the architecture's
+/// large-GEMM ceiling (roofline.cpp) times the tile and wave quantisation of the launch.
+///
+/// Quantisation (NVIDIA, "Matrix Multiplication Background User's Guide", docs.nvidia.com/
+/// deeplearning/performance/dl-performance-matrix-multiplication: tile and wave quantisation):
+/// the library covers C with CTA tiles of TM x TN; every tile costs a full tile's work, and the
+/// ceil(m/TM) ceil(n/TN) batch CTAs run in waves of sm_count, the last one possibly partial.
+/// A grid smaller than one wave shares the k loop among up to floor(sm_count / CTAs) CTAs per
+/// tile, each taking at least 256 of k (split-K / Stream-K, Osama et al., PPoPP 2023, which
+/// cuBLAS and CUTLASS use for such grids; the 256 is a calibration input, the partial-sum
+/// fix-up is neglected). With s that split (1 for grids of a wave or more) the fraction of the
+/// launched work that is useful is
+///     q = m n batch / (ceil(m/TM) TM ceil(n/TN) TN batch) * wave_utilisation(CTAs * s),
+/// taken for the better of the TM x TN and TN x TM orientations (libraries ship both). So
+///     time = max(2 m n k batch / (peak_flops(dtype) * ceiling * q), bytes / (hbm * hbm_efficiency))
+/// with bytes = batch (m k + k n + m n) bytes_of(dtype): A and B read once, C written once.
+/// The time never drops when m, n, k or batch grow. fp32 GEMMs run at the fp32 rate; only dtype
+/// tf32 uses the TF32 tensor-core rate (PyTorch's default is allow_tf32 = False for matmul).
+#include <algorithm>
+#include <cmath>
+
+#include "models/compute/roofline.hpp"
+
+namespace stepsim::models {
+namespace {
+
+constexpr double kMinSplitK = 256;  // least k per split (four 64-deep k-blocks): calibration input
+
+double quantisation(double m, double n, double k, double batch, double tile_m, double tile_n, int sm_count) {
+  const double ctas = std::ceil(m / tile_m) * std::ceil(n / tile_n) * batch;
+  const double tile_fill = (m * n) / (std::ceil(m / tile_m) * tile_m * std::ceil(n / tile_n) * tile_n);
+  const double split = ctas < sm_count ? std::clamp(k / kMinSplitK, 1.0, std::floor(sm_count / ctas)) : 1;
+  return tile_fill * wave_utilisation(ctas * split, sm_count);
+}
+
+class Gemm : public KernelModel {
+ public:
+  std::vector<KernelParam> params() const override {
+    return {{"m", "rows of A and C", std::nullopt, 1},
+            {"n", "columns of B and C", std::nullopt, 1},
+            {"k", "columns of A, rows of B (the reduction)", std::nullopt, 1},
+            {"batch", "independent products in one launch (batched GEMM when > 1)", 1, 1}};
+  }
+
+  KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
+    const double m = spec.param("m"), n = spec.param("n"), k = spec.param("k"), batch = spec.param("batch");
+    const ArchEfficiency& arch = arch_efficiency(gpu.arch);
+    const bool fp8_units = spec.dtype == Dtype::fp8 && gpu.fp8_flops > 0;
+    const double ceiling = fp8_units ? arch.gemm_fp8 : arch.gemm;
+    const double q = std::max(quantisation(m, n, k, batch, arch.gemm_tile_m, arch.gemm_tile_n, gpu.sm_count),
+                              quantisation(m, n, k, batch, arch.gemm_tile_n, arch.gemm_tile_m, gpu.sm_count));
+    const double flops = 2 * m * n * k * batch;
+    const Bytes bytes = batch * (m * k + k * n + m * n) * bytes_of(spec.dtype);
+    return roofline(flops, flops / (peak_flops(gpu, spec.dtype) * ceiling * q), bytes, gpu);
+  }
+};
+
+}  // namespace
+
+STEPSIM_REGISTER_KERNEL_MODEL(Gemm, "gemm", "dense (batched) matrix product: roofline with tile/wave quantisation")
+
+}  // namespace stepsim::models

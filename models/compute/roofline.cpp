@@ -1,0 +1,76 @@
+/// @file The per-architecture efficiency table and the shared roofline helpers.
+///
+/// Sources of the table (every figure not marked "calibration input" is published):
+///  - GEMM ceilings: Maximum Achievable Matmul FLOPS (MAMF), the best bf16 matmul TFLOPS over a
+///    brute-force shape search with cuBLAS via torch.matmul, in github.com/stas00/ml-engineering
+///    (compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table", and
+///    its H200 -> B200 upgrade note): A100 SXM 267.9/312 = 85.9 % (CUDA 12.1); H100/H200 SXM
+///    794.5/989 = 80.3 %; B200 SXM 1745.0/2250 = 77.6 %; fp8 H200 1453.4/1979 = 73.4 %, B200
+///    3432.5/4500 = 76.3 %. The best shape is tile- and wave-aligned, so the ceiling is what a
+///    GEMM reaches when the quantisation of gemm.cpp wastes nothing.
+///  - Tiles: the largest CTA tiles of CUTLASS' and cuBLAS' tensor-core GEMMs, 128x256 (or
+///    256x128) on sm80/sm90 and per SM of Blackwell's 2-SM 256x256 MMA; 128x128 on older GPUs.
+///  - Attention: FlashAttention-2 (Dao, arXiv 2307.08691) reaches 50-73 % of peak on A100, the
+///    forward pass at the top of that range; FlashAttention-3 (Shah et al., arXiv 2407.08608):
+///    "FlashAttention-2 achieving only 35% utilization on the H100" (FA3 reaches 75 %). PyTorch's
+///    scaled_dot_product_attention dispatches to FlashAttention-2 (or cuDNN) on H100 in 2024,
+///    so Hopper uses the FA2 figure.
+///  - HBM: Lin et al.'s measured peak DRAM bandwidth (papers.md §3.1, ml_perf_model utils.py):
+///    A100-40GB 1391.1 of 1555 GB/s, V100 816.95 of 900, P100 543.4 of 732; Hopper from the
+///    STREAM triad of github.com/te42kyfo/gpu-benches (cuda-stream/h100_pcie.txt): 1832 of
+///    2000 GB/s.
+#include "models/compute/roofline.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace stepsim::models {
+
+const ArchEfficiency& arch_efficiency(platforms::GpuArch arch) {
+  using platforms::GpuArch;
+  // Pascal, Volta and Turing have no FP8 units (fp8 runs at the 16-bit rate, see peak_flops)
+  // and no FlashAttention-2 (sm80+); their figures are calibration inputs (estimates) until
+  // `stepsim calibrate` measures them.
+  static const ArchEfficiency pascal{128, 128, 0.75, 0.75, 0.30, 0.25, 543.4 / 732};
+  static const ArchEfficiency volta{128, 128, 0.80, 0.80, 0.30, 0.25, 816.95 / 900};
+  static const ArchEfficiency turing{128, 128, 0.80, 0.80, 0.30, 0.25, 0.90};
+  // Ampere: attention backward 0.55 is a calibration input within FA2's reported 50-73 %.
+  static const ArchEfficiency ampere{128, 256, 267.9 / 312, 267.9 / 312, 0.70, 0.55, 1391.1 / 1555};
+  // Hopper: attention backward 0.30 is a calibration input (FA2's backward trails its forward).
+  static const ArchEfficiency hopper{128, 256, 794.5 / 989, 1453.4 / 1979, 0.35, 0.30, 1832.0 / 2000};
+  // Blackwell: attention and HBM figures are calibration inputs (Hopper's FA2 figures; FA2 is
+  // not tuned for sm100 either).
+  static const ArchEfficiency blackwell{128, 256, 1745.0 / 2250, 3432.5 / 4500, 0.35, 0.30, 0.90};
+  switch (arch) {
+    case GpuArch::pascal: return pascal;
+    case GpuArch::volta: return volta;
+    case GpuArch::turing: return turing;
+    case GpuArch::ampere: return ampere;
+    case GpuArch::hopper: return hopper;
+    case GpuArch::blackwell: return blackwell;
+  }
+  throw std::logic_error("arch_efficiency: unknown GPU architecture");
+}
+
+double wave_utilisation(double ctas, int sm_count) {
+  if (ctas <= 0) return 1;
+  const double slots = std::ceil(ctas / sm_count) * sm_count;
+  return ctas / slots;
+}
+
+Seconds hbm_time(Bytes bytes, const platforms::GpuModel& gpu) {
+  return bytes / (gpu.hbm_bandwidth * arch_efficiency(gpu.arch).hbm);
+}
+
+KernelCost roofline(double flops, Seconds compute_time, Bytes bytes, const platforms::GpuModel& gpu) {
+  const Seconds memory_time = hbm_time(bytes, gpu);
+  KernelCost cost;
+  cost.flops = flops;
+  cost.bytes = bytes;
+  cost.time = std::max(compute_time, memory_time);
+  cost.bound = compute_time >= memory_time ? "compute" : "memory";
+  return cost;
+}
+
+}  // namespace stepsim::models

@@ -1,0 +1,359 @@
+// Compute-kernel models: hand-computed rooflines, tile and wave quantisation, the embedding
+// hit-rate model (uniform and histogram), and complete_kernel's checks of user input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "models/compute/kernel.hpp"
+#include "models/compute/roofline.hpp"
+#include "platforms/config_error.hpp"
+#include "platforms/loader.hpp"
+
+namespace stepsim::models {
+namespace {
+
+using platforms::GpuModel;
+
+// Catalogue GPUs, read the way users get them (a preset with -p gpu.model=...).
+GpuModel gpu(const std::string& model) {
+  return platforms::load_platform("dgx-h100", {0, "", {"gpu.model=" + model}}).gpu();
+}
+const GpuModel& h100() {
+  static const GpuModel g = gpu("H100-SXM5-80GB");
+  return g;
+}
+const GpuModel& a100() {
+  static const GpuModel g = gpu("A100-SXM4-40GB");
+  return g;
+}
+const GpuModel& v100() {
+  static const GpuModel g = gpu("V100-SXM2");
+  return g;
+}
+
+KernelSpec spec(const std::string& kind, std::map<std::string, double> params, Dtype dtype = Dtype::bf16,
+                std::vector<double> histogram = {}) {
+  KernelSpec s{kind, dtype, std::move(params), std::move(histogram)};
+  complete_kernel(s, "test.yaml: kernels[0]");
+  return s;
+}
+
+KernelCost gemm(const GpuModel& g, double m, double n, double k, Dtype dtype = Dtype::bf16, double batch = 1) {
+  return kernel_cost(spec("gemm", {{"m", m}, {"n", n}, {"k", k}, {"batch", batch}}, dtype), g);
+}
+
+void expect_rel(double actual, double expected) { EXPECT_NEAR(actual, expected, 1e-9 * std::abs(expected)); }
+
+std::string config_error(KernelSpec s) {
+  try {
+    complete_kernel(s, "trace.yaml: kernels[3] (line 12)");
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.where(), "trace.yaml: kernels[3] (line 12)");
+    return e.what();
+  }
+  ADD_FAILURE() << "no ConfigError for kind " << s.kind;
+  return {};
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(Dtype, ParsesAliasesAndRejectsUnknown) {
+  EXPECT_EQ(parse_dtype("bfloat16", "x"), Dtype::bf16);
+  EXPECT_EQ(parse_dtype("half", "x"), Dtype::fp16);
+  EXPECT_EQ(parse_dtype("float", "x"), Dtype::fp32);
+  EXPECT_STREQ(to_string(Dtype::fp8), "fp8");
+  EXPECT_EQ(bytes_of(Dtype::bf16), 2);
+  EXPECT_EQ(bytes_of(Dtype::tf32), 4);
+  EXPECT_EQ(bytes_of(Dtype::int64), 8);
+  try {
+    parse_dtype("fp64", "model.yaml: dtype (line 3)");
+    FAIL() << "fp64 accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.where(), "model.yaml: dtype (line 3)");
+    EXPECT_TRUE(contains(e.what(), "bf16"));
+  }
+}
+
+TEST(Dtype, PeakFlopsUsesTensorRatesAndFallsBack) {
+  EXPECT_EQ(peak_flops(h100(), Dtype::bf16), 989.4e12);
+  EXPECT_EQ(peak_flops(h100(), Dtype::fp8), 1978.9e12);
+  EXPECT_EQ(peak_flops(h100(), Dtype::int8), 1978.9e12);
+  EXPECT_EQ(peak_flops(a100(), Dtype::fp32), 19.5e12);   // fp32 GEMMs do not silently use TF32
+  EXPECT_EQ(peak_flops(a100(), Dtype::tf32), 156e12);
+  EXPECT_EQ(peak_flops(a100(), Dtype::fp8), 312e12);     // no FP8 units: the 16-bit rate
+  EXPECT_EQ(peak_flops(v100(), Dtype::bf16), 125e12);    // no bf16 tensor cores: the fp16 rate
+  EXPECT_EQ(peak_flops(v100(), Dtype::tf32), 15.7e12);   // TF32 needs sm80
+}
+
+TEST(Registry, ListsEveryKind) {
+  std::vector<std::string> kinds;
+  for (const KernelModelInfo* info : KernelModelRegistry::instance().all()) kinds.push_back(info->kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"attention", "elementwise", "embedding_backward", "embedding_forward",
+                                             "gemm"}));
+}
+
+// m = 128 x 132 rows on 132 SMs, n a multiple of 256: every 128x256 tile is full and the grid
+// is whole waves, so the GEMM runs exactly at the Hopper ceiling (MAMF 794.5 / 989).
+TEST(Gemm, AlignedLargeGemmRunsAtTheCeiling) {
+  const double m = 128 * 132, n = 2048, k = 8192;
+  const KernelCost c = gemm(h100(), m, n, k);
+  EXPECT_EQ(c.bound, "compute");
+  expect_rel(c.flops, 2 * m * n * k);
+  expect_rel(c.bytes, (m * k + k * n + m * n) * 2);
+  expect_rel(c.time, 2 * m * n * k / (989.4e12 * (794.5 / 989)));
+
+  const double m_a = 128 * 108;  // the same on A100's 108 SMs at its ceiling 267.9 / 312
+  expect_rel(gemm(a100(), m_a, n, k).time, 2 * m_a * n * k / (312e12 * (267.9 / 312)));
+}
+
+TEST(Gemm, Fp8UsesItsOwnCeilingOnlyWhereFp8UnitsExist) {
+  const double m = 128 * 132, n = 2048, k = 8192;
+  expect_rel(gemm(h100(), m, n, k, Dtype::fp8).time, 2 * m * n * k / (1978.9e12 * (1453.4 / 1979)));
+  const double m_a = 128 * 108;
+  expect_rel(gemm(a100(), m_a, n, k, Dtype::fp8).time, gemm(a100(), m_a, n, k, Dtype::bf16).time);
+}
+
+// A matrix-vector product moves every weight once for two FLOPs each: HBM-bound, exactly.
+TEST(Gemm, SkinnyGemmIsExactlyMemoryBound) {
+  const double m = 1, n = 8192, k = 8192;
+  const KernelCost c = gemm(h100(), m, n, k);
+  EXPECT_EQ(c.bound, "memory");
+  expect_rel(c.time, (m * k + k * n + m * n) * 2 / (3.35e12 * (1832.0 / 2000)));
+}
+
+TEST(Gemm, TinyGemmIsNotFasterThanItsMemoryTime) {
+  for (double s : {1.0, 8.0, 64.0, 100.0, 512.0}) {
+    const KernelCost c = gemm(h100(), s, s, s);
+    EXPECT_GE(c.time, hbm_time(c.bytes, h100())) << s;
+    EXPECT_GT(c.time, 0) << s;
+  }
+}
+
+TEST(Gemm, MoreWorkIsNeverFaster) {
+  for (const GpuModel* g : {&h100(), &a100(), &v100()}) {
+    double previous = 0;
+    for (double s = 16; s <= 16384; s *= 1.37) {
+      const double t = gemm(*g, s, s, s).time;
+      EXPECT_GE(t, previous * (1 - 1e-12)) << g->name << " " << s;  // flat where split-K absorbs k
+      previous = t;
+    }
+    for (double k = 64; k <= 65536; k *= 2) EXPECT_LE(gemm(*g, 4096, 4096, k).time, gemm(*g, 4096, 4096, 2 * k).time);
+  }
+}
+
+TEST(Gemm, WaveAndTileQuantisationShow) {
+  const double n = 512, k = 8192;  // n = 512 keeps these compute-bound
+  // 66 x 2 tiles fill the 132 SMs; one more row of tiles needs a second, nearly empty wave.
+  const double one_wave = gemm(h100(), 128 * 66, n, k).time / (128 * 66);
+  const double two_waves = gemm(h100(), 128 * 67, n, k).time / (128 * 67);
+  EXPECT_GT(two_waves, 1.9 * one_wave);
+  // m just over a tile boundary: the extra row costs a whole row of tiles.
+  const double m = 128 * 264;
+  EXPECT_GT(gemm(h100(), m + 1, n, k).time / (m + 1), gemm(h100(), m, n, k).time / m);
+}
+
+TEST(Gemm, BatchedGemmFillsTheGpuLikeOneLargeGrid) {
+  // 33 products of 1024 x 1024, 32 tiles of 128x256 each: 1056 CTAs, eight full waves.
+  const KernelCost batched = gemm(h100(), 1024, 1024, 8192, Dtype::bf16, 33);
+  EXPECT_EQ(batched.bound, "compute");
+  expect_rel(batched.flops, 33 * 2.0 * 1024 * 1024 * 8192);
+  expect_rel(batched.time, batched.flops / (989.4e12 * (794.5 / 989)));
+}
+
+TEST(Gemm, PublishedLargeGemmThroughput) {
+  // cuBLAS bf16 8192^3: ~700-800 TFLOPS on H100 SXM, ~250-280 on A100 (MAMF tables).
+  const double flops = 2.0 * 8192 * 8192 * 8192;
+  const double h = flops / gemm(h100(), 8192, 8192, 8192).time, a = flops / gemm(a100(), 8192, 8192, 8192).time;
+  EXPECT_GT(h, 700e12);
+  EXPECT_LT(h, 800e12);
+  EXPECT_GT(a, 250e12);
+  EXPECT_LT(a, 280e12);
+}
+
+KernelCost attention(const GpuModel& g, std::map<std::string, double> params) {
+  return kernel_cost(spec("attention", std::move(params)), g);
+}
+
+// 132 heads x 8 blocks of 128 queries = 1056 CTAs = 8 full waves on H100: FA2's 35 %.
+TEST(Attention, HandComputedForwardAndBackward) {
+  const double b = 1, h = 132, s = 1024, d = 128;
+  const std::map<std::string, double> shape{{"batch", b}, {"heads", h}, {"seq_q", s}, {"head_dim", d}};
+  const double forward_flops = 4 * b * h * s * s * d;
+  const KernelCost forward = attention(h100(), shape);
+  EXPECT_EQ(forward.bound, "compute");
+  expect_rel(forward.flops, forward_flops);
+  expect_rel(forward.time, forward_flops / (989.4e12 * 0.35));
+  expect_rel(forward.bytes, 4 * b * s * h * d * 2 + b * h * s * 4);
+
+  auto causal = shape;
+  causal["causal"] = 1;
+  expect_rel(attention(h100(), causal).time, forward.time / 2);
+
+  auto backward = shape;
+  backward["backward"] = 1;
+  const KernelCost bwd = attention(h100(), backward);
+  expect_rel(bwd.flops, 2.5 * forward_flops);
+  expect_rel(bwd.time, 2.5 * forward_flops / (989.4e12 * 0.30));
+}
+
+TEST(Attention, GroupedQueryHeadsReadLessAndDefaultsMatch) {
+  const std::map<std::string, double> mha{{"batch", 2}, {"heads", 32}, {"seq_q", 8192}, {"head_dim", 128}};
+  auto explicit_mha = mha;
+  explicit_mha["kv_heads"] = 32;
+  explicit_mha["seq_kv"] = 8192;
+  EXPECT_EQ(attention(h100(), mha).time, attention(h100(), explicit_mha).time);
+  auto gqa = mha;
+  gqa["kv_heads"] = 8;
+  EXPECT_LT(attention(h100(), gqa).bytes, attention(h100(), mha).bytes);
+  EXPECT_EQ(attention(h100(), gqa).flops, attention(h100(), mha).flops);
+}
+
+TEST(Attention, FewHeadsUnderfillTheGpu) {
+  // 1 x 1 head x 1 block: one CTA on 132 SMs.
+  const KernelCost c = attention(h100(), {{"batch", 1}, {"heads", 1}, {"seq_q", 128}, {"head_dim", 128}});
+  expect_rel(c.time, std::max(c.flops / (989.4e12 * 0.35 / 132), hbm_time(c.bytes, h100())));
+}
+
+TEST(Elementwise, HandComputedRoofline) {
+  // bf16 GELU over 1e9 elements on A100: 175 FLOPs each on the fp32 cores beat 4 bytes of HBM.
+  const KernelCost gelu = kernel_cost(
+      spec("elementwise", {{"elements", 1e9}, {"bytes_read", 2}, {"bytes_written", 2}, {"flops", 175}}), a100());
+  EXPECT_EQ(gelu.bound, "compute");
+  expect_rel(gelu.time, 175e9 / 19.5e12);
+  // An add: memory-bound at Lin et al.'s measured 1391.1 GB/s.
+  const KernelCost add =
+      kernel_cost(spec("elementwise", {{"elements", 1e9}, {"bytes_read", 4}, {"bytes_written", 2}}), a100());
+  EXPECT_EQ(add.bound, "memory");
+  expect_rel(add.bytes, 6e9);
+  expect_rel(add.time, 6e9 / 1391.1e9);
+}
+
+// Forward: DRAM bytes = T B (96 + r(4L) + r(eD)) + T B (1 - hit) L r(eD); the test reads the
+// hit rate back from the reported DRAM bytes.
+double forward_hit_rate(const KernelCost& c, double t, double b, double l, double row, double indices) {
+  const double fixed = t * b * (96 + indices + row);
+  return 1 - (c.bytes - fixed) / (t * b * l * row);
+}
+
+KernelCost lookup(const std::string& kind, const GpuModel& g, double rows, std::vector<double> histogram = {},
+                  double dim = 128, double pooling = 10, double batch = 4096, double tables = 8) {
+  return kernel_cost(spec(kind, {{"tables", tables}, {"rows", rows}, {"dim", dim}, {"pooling", pooling},
+                                 {"batch", batch}},
+                          Dtype::fp32, std::move(histogram)),
+                     g);
+}
+
+TEST(Embedding, ForwardHandComputed) {
+  // A100: 108 SMs x floor(64 x 0.71) = 4860 warps; B = 512 -> 10 tables at once; 0.9 x 40 MiB /
+  // 10 / 512 B = 7372 rows, capped at B L = 5120 resident rows; E = 1e5: the 5120 lookups touch
+  // 4991 unique rows, which fit: hit rate = 1 - unique / (B L).
+  const double t = 4, e = 1e5, d = 128, l = 10, b = 512;
+  const KernelCost c = lookup("embedding_forward", a100(), e, {}, d, l, b, t);
+  const double unique = e * (1 - std::pow(1 - 1 / e, b * l));
+  const double hit = 1 - unique / (b * l);
+  const double row = 512, indices = 64;
+  const double l2 = t * b * hit * l * row, dram = t * b * (96 + indices + row + (1 - hit) * l * row);
+  expect_rel(c.bytes, dram);
+  expect_rel(c.time, std::max(dram / 1391.1e9, l2 / 5.4e12));
+  EXPECT_EQ(c.bound, "memory");
+}
+
+TEST(Embedding, HitRateLimits) {
+  const double row = 512, indices = 64;
+  // One row: every lookup but the first hits.
+  const double one = forward_hit_rate(lookup("embedding_forward", a100(), 1), 8, 4096, 10, row, indices);
+  EXPECT_NEAR(one, 1 - 1.0 / 40960, 1e-12);
+  // A billion rows: almost every lookup is a first touch.
+  EXPECT_LT(forward_hit_rate(lookup("embedding_forward", a100(), 1e9), 8, 4096, 10, row, indices), 1e-4);
+  // Bigger tables never hit more. (Time is not monotonic in E: hits cost L2 and misses DRAM
+  // time, overlapped, so an L2-bound lookup gets faster as a few hits turn into misses.)
+  double previous = 1;
+  for (double e = 1; e <= 1e9; e *= 10) {
+    const double hit = forward_hit_rate(lookup("embedding_forward", a100(), e), 8, 4096, 10, row, indices);
+    EXPECT_LE(hit, previous) << e;
+    previous = hit;
+  }
+  EXPECT_LT(lookup("embedding_forward", a100(), 1).time, lookup("embedding_forward", a100(), 1e9).time);
+  // Backward: a resident table hits always; a huge one costs more.
+  EXPECT_LT(lookup("embedding_backward", a100(), 1).time, lookup("embedding_backward", a100(), 1e9).time);
+}
+
+std::vector<double> reuse_histogram(std::size_t bin) {
+  std::vector<double> h(17, 0);
+  h[bin] = 1;
+  return h;
+}
+
+TEST(Embedding, HistogramDrivesTheHitRate) {
+  const double row = 512, indices = 64;
+  // All indices unique: no hit at all, even on a small table.
+  const KernelCost unique = lookup("embedding_forward", a100(), 1000, reuse_histogram(0));
+  EXPECT_NEAR(forward_hit_rate(unique, 8, 4096, 10, row, indices), 0, 1e-12);
+  // Every unique index used 5-8 times (mean 6.5) and all fit: hit rate 1 - 1/6.5.
+  const KernelCost reused = lookup("embedding_forward", a100(), 1e9, reuse_histogram(3));
+  EXPECT_NEAR(forward_hit_rate(reused, 8, 4096, 10, row, indices), 1 - 1 / 6.5, 1e-12);
+  EXPECT_GT(unique.time, reused.time);
+  // Backward in the same direction (pooling 40: more row traffic than the cold loads).
+  EXPECT_GT(lookup("embedding_backward", a100(), 1e6, reuse_histogram(0), 128, 40).time,
+            lookup("embedding_backward", a100(), 1e6, reuse_histogram(10), 128, 40).time);
+}
+
+TEST(Embedding, HistogramKeepsTheMostReusedRowsWhenL2IsShort) {
+  // H100: 132 x 45 warps, B = 64 -> 93 tables at once; 0.9 x 50 MiB / 93 / 4 KiB rows = 123
+  // resident rows of B L = 640 lookups. Half the unique rows used once, half 3-4 times (3.5):
+  // mean 2.25, 284.4 unique rows, the 123 resident ones all from the 3.5 bin: hits 123 x 2.5.
+  const double d = 1024, l = 10, b = 64, t = 1;
+  std::vector<double> h(17, 0);
+  h[0] = 0.5;
+  h[2] = 0.5;
+  const KernelCost c = lookup("embedding_forward", h100(), 1e9, h, d, l, b, t);
+  const double resident = std::floor(0.9 * 50 * 1048576 / 93 / 4096);
+  ASSERT_EQ(resident, 123);
+  EXPECT_NEAR(forward_hit_rate(c, t, b, l, 4096, 64), resident * 2.5 / 640, 1e-12);
+}
+
+TEST(CompleteKernel, FillsDefaults) {
+  const KernelSpec s = spec("gemm", {{"m", 1}, {"n", 2}, {"k", 3}});
+  EXPECT_EQ(s.param("batch"), 1);
+  EXPECT_THROW(s.param("heads"), std::logic_error);
+}
+
+TEST(CompleteKernel, RejectsBadInputNamingWhereAndTheAllowedParameters) {
+  const std::string unknown_kind = config_error({"conv", Dtype::bf16, {}, {}});
+  EXPECT_TRUE(contains(unknown_kind, "unknown kernel kind 'conv'"));
+  EXPECT_TRUE(contains(unknown_kind, "attention, elementwise, embedding_backward, embedding_forward, gemm"));
+
+  const std::string unknown = config_error({"gemm", Dtype::bf16, {{"m", 1}, {"n", 1}, {"k", 1}, {"kk", 1}}, {}});
+  EXPECT_TRUE(contains(unknown, "unknown parameter 'kk'"));
+  EXPECT_TRUE(contains(unknown, "m (required), n (required), k (required), batch (default 1)"));
+
+  const std::string missing = config_error({"gemm", Dtype::bf16, {{"m", 1}, {"n", 1}}, {}});
+  EXPECT_TRUE(contains(missing, "missing required parameter 'k'"));
+  EXPECT_TRUE(contains(missing, "batch (default 1)"));
+
+  EXPECT_TRUE(contains(config_error({"gemm", Dtype::bf16, {{"m", -1}, {"n", 1}, {"k", 1}}, {}}), "got -1"));
+  EXPECT_TRUE(contains(
+      config_error({"gemm", Dtype::bf16, {{"m", std::numeric_limits<double>::quiet_NaN()}, {"n", 1}, {"k", 1}}, {}}),
+      "got nan"));
+  EXPECT_TRUE(contains(config_error({"gemm", Dtype::bf16, {{"m", 0}, {"n", 1}, {"k", 1}}, {}}), ">= 1"));
+  EXPECT_TRUE(contains(config_error({"elementwise", Dtype::bf16,
+                                     {{"elements", std::numeric_limits<double>::infinity()},
+                                      {"bytes_read", 2},
+                                      {"bytes_written", 2}},
+                                     {}}),
+                       "got inf"));
+}
+
+TEST(CompleteKernel, ChecksHistograms) {
+  const std::map<std::string, double> shape{{"tables", 1}, {"rows", 10}, {"dim", 4}, {"pooling", 1}, {"batch", 1}};
+  EXPECT_TRUE(contains(config_error({"gemm", Dtype::bf16, {{"m", 1}, {"n", 1}, {"k", 1}}, {0.5, 0.5}}),
+                       "takes no histogram"));
+  EXPECT_TRUE(contains(config_error({"embedding_forward", Dtype::fp32, shape, {1.0}}), "needs 17 entries, got 1"));
+  std::vector<double> negative(17, 0);
+  negative[3] = -0.1;
+  EXPECT_TRUE(contains(config_error({"embedding_backward", Dtype::fp32, shape, negative}), "got -0.1"));
+}
+
+}  // namespace
+}  // namespace stepsim::models
