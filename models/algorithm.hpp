@@ -22,6 +22,7 @@ struct AlgorithmOptions {
   int channels = 0;            ///< parallel rings/trees
   Bytes chunk_bytes = 0;       ///< pipeline chunk size for trees and pipelined schedules
   std::map<std::string, std::string> extra;   ///< algorithm-specific (e.g. nccl proto=LL128)
+  bool operator==(const AlgorithmOptions&) const = default;
 };
 
 /// @brief Where a collective runs: the platform and the GPUs of its ranks.

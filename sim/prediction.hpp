@@ -19,7 +19,8 @@ struct Breakdown {
   Seconds idle = 0;
 };
 
-/// @brief Ops of the critical path aggregated by name, longest total first.
+/// @brief Ops of the critical path aggregated by name, numeric name segments folded
+/// ("layers.12.mlp" counts as "layers.*.mlp"), longest total first.
 struct CriticalPathEntry {
   std::string name;
   std::string kind;          ///< workloads::OpKind name, or "launch" for CPU-bound stretches

@@ -1,6 +1,9 @@
 #include "sim/simgrid_network.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -15,23 +18,50 @@ namespace sg4 = simgrid::s4u;
 struct SimgridNetwork::Impl {
   double byte_scale;
   std::unique_ptr<sg4::Engine> engine;
-  sg4::NetZone* zone = nullptr;
+  sg4::NetZone* root = nullptr;
+  std::vector<sg4::NetZone*> zones;
   std::vector<sg4::Host*> hosts;
+  std::vector<int> host_zone;
   std::vector<sg4::Link*> links;
   std::vector<bool> split;
-  std::function<void(std::uint64_t, Seconds)> on_finish;
+  std::uint64_t next_seq = 0;
+
+  /// A flow or timer waiting for its time; `src` < 0 marks a timer.
+  struct Request {
+    std::uint64_t seq = 0;
+    std::uint64_t tag = 0;
+    int src = -1, dst = -1;
+    Bytes bytes = 0;
+  };
+  /// Requests by date, each date's in request order; one kernel timer per date fires them.
+  std::map<Seconds, std::vector<Request>> later;
 
   // A started Comm must outlive its completion (SimGrid aborts otherwise); finished ones are
   // released once the clock moves on, when SimGrid no longer touches them.
   struct Flow {
     sg4::CommPtr comm;
     std::uint64_t tag = 0;
+    std::uint64_t seq = 0;
   };
   std::vector<Flow> flows;
   std::vector<std::size_t> free_slots;
   std::vector<sg4::CommPtr> finished;
 
-  void start_now(int src, int dst, Bytes bytes, std::uint64_t tag) {
+  /// Flows and timers of the current instant, delivered sorted by `seq` once SimGrid is done
+  /// with the instant.
+  struct Event {
+    std::uint64_t seq = 0;
+    std::uint64_t tag = 0;
+    bool flow = true;
+  };
+  std::vector<Event> instant;
+  /// SimGrid's run loop returns after the iteration in which this set became non-empty (it
+  /// is the "vetoed activities" set of the actor-free activity API, which S4U also fills with
+  /// activities it could not start yet): the one hook that runs after every completion and
+  /// timer of an instant and before the clock moves on.
+  std::set<sg4::Activity*> stop;
+
+  void start_now(const Request& request) {
     std::size_t slot;
     if (free_slots.empty()) {
       slot = flows.size();
@@ -40,21 +70,51 @@ struct SimgridNetwork::Impl {
       slot = free_slots.back();
       free_slots.pop_back();
     }
-    sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[src], hosts[dst]);
-    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes * byte_scale)));
+    sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[request.src], hosts[request.dst]);
+    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(request.bytes * byte_scale)));
     comm->set_data(reinterpret_cast<void*>(slot + 1));
-    flows[slot] = {comm, tag};
+    flows[slot] = {comm, request.tag, request.seq};
     comm->start();
+  }
+
+  void schedule(Seconds at, const Request& request) {
+    // A kernel timer in the past would fail SimGrid's "max_date >= now" assertion.
+    const Seconds date = std::max(at, sg4::Engine::get_clock());
+    auto [it, fresh] = later.try_emplace(date);
+    it->second.push_back(request);
+    if (fresh) simgrid::kernel::timer::Timer::set(date, [this, date] { due(date); });
+  }
+
+  void due(Seconds date) {
+    auto node = later.extract(date);
+    for (const Request& request : node.mapped()) {
+      if (request.src >= 0) {
+        start_now(request);
+      } else {
+        instant.push_back({request.seq, request.tag, false});
+        stop.insert(nullptr);
+      }
+    }
   }
 
   void completed(const sg4::Activity& activity) {
     const auto slot = reinterpret_cast<std::size_t>(activity.get_data<void>()) - 1;
     if (activity.get_state() != sg4::Activity::State::FINISHED)
       throw std::runtime_error(fmt::format("SimGrid flow ended in state {}", activity.get_state_str()));
-    const std::uint64_t tag = flows[slot].tag;
+    instant.push_back({flows[slot].seq, flows[slot].tag, true});
+    stop.insert(nullptr);
     finished.push_back(std::move(flows[slot].comm));
     free_slots.push_back(slot);
-    on_finish(tag, sg4::Engine::get_clock());
+  }
+
+  void deliver(const Callbacks& callbacks) {
+    std::vector<Event> events;
+    events.swap(instant);
+    if (events.empty()) return;
+    std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.seq < b.seq; });
+    const Seconds now = sg4::Engine::get_clock();
+    for (const Event& event : events) (event.flow ? callbacks.flow_done : callbacks.timer)(event.tag, now);
+    if (callbacks.settled) callbacks.settled(now);
   }
 };
 
@@ -71,21 +131,31 @@ SimgridNetwork::SimgridNetwork(double byte_scale) : impl_(std::make_unique<Impl>
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:1e300");
-  impl_->zone = sg4::create_full_zone("stepsim");
+  impl_->root = sg4::create_full_zone("stepsim");
+  Impl* impl = impl_.get();
+  sg4::Activity::on_completion_cb([impl](const sg4::Activity& activity) { impl->completed(activity); });
+  sg4::Engine::on_time_advance_cb([impl](double) { impl->finished.clear(); });
 }
 
 SimgridNetwork::~SimgridNetwork() = default;
 
-int SimgridNetwork::add_host() {
+int SimgridNetwork::add_zone() {
+  const int id = static_cast<int>(impl_->zones.size());
+  impl_->zones.push_back(sg4::create_full_zone(fmt::format("z{}", id))->set_parent(impl_->root));
+  return id;
+}
+
+int SimgridNetwork::add_host(int zone) {
   const int id = static_cast<int>(impl_->hosts.size());
-  impl_->hosts.push_back(impl_->zone->create_host(fmt::format("h{}", id), 1e9));
+  impl_->hosts.push_back(impl_->zones.at(zone)->create_host(fmt::format("h{}", id), 1e9));
+  impl_->host_zone.push_back(zone);
   return id;
 }
 
 int SimgridNetwork::add_duplex_link(BytesPerSecond bandwidth) {
   const int id = static_cast<int>(impl_->links.size());
   impl_->links.push_back(
-      impl_->zone->create_split_duplex_link(fmt::format("l{}", id), bandwidth * impl_->byte_scale)
+      impl_->root->create_split_duplex_link(fmt::format("l{}", id), bandwidth * impl_->byte_scale)
           ->set_latency(0)
           ->seal());
   impl_->split.push_back(true);
@@ -95,7 +165,7 @@ int SimgridNetwork::add_duplex_link(BytesPerSecond bandwidth) {
 int SimgridNetwork::add_single_link(BytesPerSecond bandwidth, bool shared) {
   const auto policy = shared ? sg4::Link::SharingPolicy::SHARED : sg4::Link::SharingPolicy::FATPIPE;
   const int id = static_cast<int>(impl_->links.size());
-  impl_->links.push_back(impl_->zone->create_link(fmt::format("l{}", id), bandwidth * impl_->byte_scale)
+  impl_->links.push_back(impl_->root->create_link(fmt::format("l{}", id), bandwidth * impl_->byte_scale)
                              ->set_sharing_policy(policy)
                              ->set_latency(0)
                              ->seal());
@@ -112,6 +182,10 @@ int SimgridNetwork::add_rate_cap(BytesPerSecond bandwidth) {
 }
 
 void SimgridNetwork::add_route(int src_host, int dst_host, const std::vector<RouteLink>& links) {
+  const int zone = impl_->host_zone.at(src_host);
+  if (impl_->host_zone.at(dst_host) != zone)
+    throw std::logic_error(fmt::format("route from host {} (zone {}) to host {} (zone {}) leaves its zone",
+                                       src_host, zone, dst_host, impl_->host_zone[dst_host]));
   using Direction = sg4::LinkInRoute::Direction;
   std::vector<sg4::LinkInRoute> route;
   route.reserve(links.size());
@@ -120,28 +194,41 @@ void SimgridNetwork::add_route(int src_host, int dst_host, const std::vector<Rou
         impl_->split[hop.link] ? (hop.forward ? Direction::UP : Direction::DOWN) : Direction::NONE;
     route.emplace_back(impl_->links[hop.link], direction);
   }
-  impl_->zone->add_route(impl_->hosts[src_host]->get_netpoint(), impl_->hosts[dst_host]->get_netpoint(),
-                         nullptr, nullptr, route, /*symmetrical=*/false);
+  impl_->zones[zone]->add_route(impl_->hosts[src_host]->get_netpoint(), impl_->hosts[dst_host]->get_netpoint(),
+                                nullptr, nullptr, route, /*symmetrical=*/false);
 }
 
-void SimgridNetwork::seal() { impl_->zone->seal(); }
+void SimgridNetwork::seal() {
+  for (sg4::NetZone* zone : impl_->zones) zone->seal();
+  impl_->root->seal();
+}
 
 void SimgridNetwork::start_flow(Seconds at, int src_host, int dst_host, Bytes bytes, std::uint64_t tag) {
-  if (at <= sg4::Engine::get_clock()) {
-    impl_->start_now(src_host, dst_host, bytes, tag);
-    return;
-  }
-  Impl* impl = impl_.get();
-  simgrid::kernel::timer::Timer::set(
-      at, [impl, src_host, dst_host, bytes, tag] { impl->start_now(src_host, dst_host, bytes, tag); });
+  const Impl::Request request{impl_->next_seq++, tag, src_host, dst_host, bytes};
+  if (at <= sg4::Engine::get_clock())
+    impl_->start_now(request);
+  else
+    impl_->schedule(at, request);
 }
 
-void SimgridNetwork::run(const std::function<void(std::uint64_t, Seconds)>& on_finish) {
-  impl_->on_finish = on_finish;
-  Impl* impl = impl_.get();
-  sg4::Activity::on_completion_cb([impl](const sg4::Activity& activity) { impl->completed(activity); });
-  sg4::Engine::on_time_advance_cb([impl](double) { impl->finished.clear(); });
-  impl_->engine->run();
+void SimgridNetwork::start_timer(Seconds at, std::uint64_t tag) {
+  impl_->schedule(at, {impl_->next_seq++, tag, -1, -1, 0});
+}
+
+void SimgridNetwork::run(const Callbacks& callbacks) {
+  Impl& impl = *impl_;
+  // The set must not outlive a run that a callback's exception cut short.
+  struct Hook {
+    explicit Hook(std::set<sg4::Activity*>& stop) { sg4::Activity::set_vetoed_activities(&stop); }
+    ~Hook() { sg4::Activity::set_vetoed_activities(nullptr); }
+  } hook(impl.stop);
+  for (;;) {
+    impl.engine->run();
+    // Returned with nothing asked to stop: SimGrid has no flow or timer left.
+    if (impl.stop.empty()) break;
+    impl.stop.clear();
+    impl.deliver(callbacks);
+  }
 }
 
 }  // namespace stepsim::sim

@@ -7,8 +7,15 @@
 /// Links have no latency here: callers start a flow at the moment its latency has elapsed
 /// (SimGrid would otherwise weight each flow's share by 1 / its route latency, the TCP RTT
 /// unfairness, instead of the plain max-min fair share the cost contract wants).
+///
+/// Determinism: every flow and timer gets a sequence number when it is requested; whatever
+/// completes at one instant is delivered in that order, then `settled` is called, before the
+/// clock moves on. (SimGrid 3.32 itself orders equal-date kernel timers and equal-time flow
+/// completions by its heaps' internals, not by request: measured, six timers set for one
+/// date fired as 0 1 2 4 5 3.) Flows that start at one instant start in request order too.
+///
 /// SimGrid keeps one simulation per process, so construct at most one SimgridNetwork per
-/// process (the event engine runs it in a forked child).
+/// process (the engines run it in a forked child).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,7 +34,12 @@ class SimgridNetwork {
   SimgridNetwork(const SimgridNetwork&) = delete;
   SimgridNetwork& operator=(const SimgridNetwork&) = delete;
 
-  int add_host();
+  /// @brief A group of hosts whose routes stay among themselves; links belong to no zone and
+  /// may be on routes of every zone. Why zones: SimGrid keeps a dense route table per zone,
+  /// (hosts of the zone)^2 entries, so callers that need several hosts per platform vertex
+  /// (one per per-flow rate cap) keep each group in its own zone instead of squaring the sum.
+  int add_zone();
+  int add_host(int zone);
   /// @brief A full-duplex link: each direction has `bandwidth` to itself, max-min shared.
   int add_duplex_link(BytesPerSecond bandwidth);
   /// @brief A link that bounds every flow crossing it to `bandwidth` without any sharing
@@ -38,17 +50,29 @@ class SimgridNetwork {
 
   struct RouteLink {
     int link = -1;
-    bool forward = true;   ///< ignored for rate caps
+    bool forward = true;   ///< ignored for rate caps and shared links
   };
-  /// @brief One-way route from `src` to `dst` (the reverse needs its own call).
+  /// @brief One-way route from `src` to `dst`, two hosts of one zone (the reverse needs its
+  /// own call).
   void add_route(int src_host, int dst_host, const std::vector<RouteLink>& links);
   /// @brief Freezes the platform; flows may be started afterwards.
   void seal();
 
-  /// @brief Starts a flow of `bytes` at time `at` (>= now). `tag` comes back on completion.
+  /// @brief Starts a flow of `bytes` at time `at` (now when `at` <= now). `tag` comes back
+  /// through Callbacks::flow_done when its last byte arrived.
   void start_flow(Seconds at, int src_host, int dst_host, Bytes bytes, std::uint64_t tag);
-  /// @brief Runs until no flow is left; `on_finish(tag, now)` may start further flows.
-  void run(const std::function<void(std::uint64_t tag, Seconds now)>& on_finish);
+  /// @brief Calls Callbacks::timer with `tag` at time `at` (at the current instant, after
+  /// what is being delivered, when `at` <= now).
+  void start_timer(Seconds at, std::uint64_t tag);
+
+  struct Callbacks {
+    std::function<void(std::uint64_t tag, Seconds now)> flow_done;
+    std::function<void(std::uint64_t tag, Seconds now)> timer;   ///< needed once a timer is started
+    /// After the flows and timers of one instant were delivered; may be empty.
+    std::function<void(Seconds now)> settled;
+  };
+  /// @brief Runs until no flow or timer is left; callbacks may start further ones.
+  void run(const Callbacks& callbacks);
 
  private:
   /// @brief One link for both directions: shared by all its flows (SHARED) or bounding each

@@ -84,6 +84,13 @@ struct LaunchModel {
   Seconds kernel_gap = 5e-6;          ///< GPU time between two kernels of one stream
 };
 
+/// @brief What one iteration accomplishes, for throughput and MFU reports (0 = unknown).
+struct Work {
+  double items_per_rank = 0;          ///< e.g. tokens (FSDP/DDP) or samples (DLRM) per rank
+  std::string item = "";              ///< "tokens", "samples"
+  double model_flops_per_rank = 0;    ///< useful math per rank (no recompute), for MFU
+};
+
 struct Trace {
   std::string origin;                 ///< file or generator, for errors and reports
   int ranks = 0;
@@ -94,6 +101,7 @@ struct Trace {
   std::vector<ProcessGroup> groups;
   std::vector<CollectiveCall> collectives;
   LaunchModel launch;
+  Work work;
   std::vector<std::string> notes;     ///< assumptions a generator made, shown to the user
 
   const Program& program(int rank) const { return programs[program_of_rank[rank]]; }

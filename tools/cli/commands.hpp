@@ -16,6 +16,7 @@ namespace stepsim::cli {
 using Action = std::function<int()>;
 
 Action add_collective_command(CLI::App& command);
+Action add_simulate_command(CLI::App& command);
 Action add_presets_command(CLI::App& command);
 Action add_import_command(CLI::App& command);
 

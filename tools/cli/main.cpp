@@ -18,7 +18,9 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"collective", "Predict one collective (nccl-tests style time, algbw, busbw)",
      stepsim::cli::add_collective_command},
-    {"presets", "List the shipped platform presets", stepsim::cli::add_presets_command},
+    {"simulate", "Predict one training iteration of a workload (time, breakdown, critical path)",
+     stepsim::cli::add_simulate_command},
+    {"presets", "List the shipped platform and workload presets", stepsim::cli::add_presets_command},
     {"import", "Turn external data into stepsim files (nvidia-smi-topo)",
      stepsim::cli::add_import_command},
 };

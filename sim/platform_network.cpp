@@ -1,0 +1,86 @@
+#include "sim/platform_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "sim/schedule_flows.hpp"
+
+namespace stepsim::sim {
+namespace {
+
+/// SimGrid payloads are integers: scale bytes so the largest flow stays below 2^52 (exact in
+/// a double) while fractional byte counts keep about 2^-20 relative precision or better.
+double byte_scale(const std::vector<const PreparedSchedule*>& schedules) {
+  Bytes largest = 1;
+  for (const PreparedSchedule* prepared : schedules)
+    for (const PreparedRound& round : prepared->rounds())
+      for (const PreparedStep& step : round.steps)
+        largest = std::max(largest, ScheduleFlows::flow_bytes(*prepared, step));
+  int exponent = 0;
+  std::frexp(largest, &exponent);
+  return std::ldexp(1.0, std::clamp(52 - exponent, 0, 40));
+}
+
+}  // namespace
+
+PlatformNetwork::PlatformNetwork(const std::vector<const PreparedSchedule*>& schedules)
+    : network_(std::make_unique<SimgridNetwork>(byte_scale(schedules))) {
+  struct Zone {
+    int id = -1;
+    int cap = -1;                                 ///< rate-cap link on every route, or -1
+    std::unordered_map<int, int> host_of_vertex;
+    std::unordered_set<std::int64_t> routed;      ///< src vertex * vertex count + dst vertex
+  };
+  std::map<BytesPerSecond, Zone> zones;   // by per-flow bound; infinity: none
+  const platforms::Platform* platform = schedules.empty() ? nullptr : &schedules.front()->platform();
+  std::vector<int> link_of(platform ? platform->link_count() : 0, -1);
+
+  for (const PreparedSchedule* prepared : schedules) {
+    if (&prepared->platform() != platform)
+      throw std::logic_error("PlatformNetwork: schedules on different platforms cannot share one network");
+    const models::Protocol& proto = prepared->protocol();
+    const BytesPerSecond bound = proto.per_step_bandwidth_cap / proto.efficiency;
+    auto [entry, fresh] = zones.try_emplace(bound);
+    Zone& zone = entry->second;
+    if (fresh) {
+      zone.id = network_->add_zone();
+      if (std::isfinite(bound)) zone.cap = network_->add_rate_cap(bound);
+    }
+
+    std::vector<int>& hosts = endpoint_hosts_.emplace_back();
+    for (int e = 0; e < prepared->endpoints(); ++e) {
+      auto [host, added] = zone.host_of_vertex.try_emplace(prepared->endpoint_vertex(e), -1);
+      if (added) host->second = network_->add_host(zone.id);
+      hosts.push_back(host->second);
+    }
+
+    for (const PreparedRound& round : prepared->rounds()) {
+      for (const PreparedStep& step : round.steps) {
+        const std::int64_t key = static_cast<std::int64_t>(prepared->endpoint_vertex(step.src)) *
+                                     platform->vertex_count() +
+                                 prepared->endpoint_vertex(step.dst);
+        if (!zone.routed.insert(key).second) continue;
+        std::vector<SimgridNetwork::RouteLink> links;
+        for (const platforms::Hop& hop : step.route->hops) {
+          int& link = link_of[hop.link];
+          if (link < 0) {
+            const platforms::Link physical = platform->link(hop.link);
+            link = physical.half_duplex ? network_->add_shared_link(physical.bandwidth)
+                                        : network_->add_duplex_link(physical.bandwidth);
+          }
+          links.push_back({link, hop.forward});
+        }
+        if (zone.cap >= 0) links.push_back({zone.cap, true});
+        network_->add_route(hosts[step.src], hosts[step.dst], links);
+      }
+    }
+  }
+  network_->seal();
+}
+
+}  // namespace stepsim::sim

@@ -1,0 +1,1115 @@
+#include "sim/replay_core.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string_view>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "models/algorithm.hpp"
+#include "platforms/config_error.hpp"
+
+namespace stepsim::sim {
+
+using workloads::Op;
+using workloads::OpKind;
+
+namespace {
+
+/// @brief "layers.12.attention" -> "layers.*.attention": the critical path adds up the same op
+/// of every layer (or bucket), which is what a reader compares.
+std::string fold_indices(const std::string& name) {
+  std::string folded;
+  std::size_t begin = 0;
+  while (begin <= name.size()) {
+    std::size_t end = name.find('.', begin);
+    if (end == std::string::npos) end = name.size();
+    const std::string_view segment(name.data() + begin, end - begin);
+    const bool index = !segment.empty() && segment.find_first_not_of("0123456789") == std::string_view::npos;
+    if (begin > 0) folded += '.';
+    folded += index ? std::string_view("*") : segment;
+    begin = end + 1;
+  }
+  return folded;
+}
+
+/// CollectiveCall equality, field by field: its defaulted operator== is deleted because
+/// models::AlgorithmOptions has none.
+bool same_call(const workloads::CollectiveCall& a, const workloads::CollectiveCall& b) {
+  return a.op == b.op && a.bytes == b.bytes && a.group == b.group && a.root == b.root && a.algorithm == b.algorithm &&
+         a.options.channels == b.options.channels && a.options.chunk_bytes == b.options.chunk_bytes &&
+         a.options.extra == b.options.extra;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// ReplayPlan
+// ---------------------------------------------------------------------------------------------
+
+ReplayPlan::ReplayPlan(const workloads::Trace& trace, const Placement& placement)
+    : trace_(trace), placement_(placement) {
+  const platforms::Platform& platform = placement.platform;
+  kernels_.reserve(trace.kernels.size());
+  for (const models::KernelSpec& spec : trace.kernels) kernels_.push_back(models::kernel_cost(spec, platform.gpu()));
+
+  // Equal calls share schedules: group the calls by their cheap-to-compare fields first.
+  std::map<std::tuple<models::CollectiveOp, Bytes, int, int, std::string>, std::vector<int>> similar;
+  canonical_call_.resize(trace.collectives.size());
+  for (int c = 0; c < static_cast<int>(trace.collectives.size()); ++c) {
+    const workloads::CollectiveCall& call = trace.collectives[static_cast<std::size_t>(c)];
+    std::vector<int>& seen = similar[{call.op, call.bytes, call.group, call.root, call.algorithm}];
+    canonical_call_[static_cast<std::size_t>(c)] = c;
+    for (int other : seen)
+      if (same_call(trace.collectives[static_cast<std::size_t>(other)], call)) {
+        canonical_call_[static_cast<std::size_t>(c)] = other;
+        break;
+      }
+    if (canonical_call_[static_cast<std::size_t>(c)] == c) seen.push_back(c);
+  }
+
+  // Copies are checked once per program, naming the first rank that runs it.
+  std::vector<int> first_rank(trace.programs.size(), -1);
+  for (int rank = trace.ranks - 1; rank >= 0; --rank)
+    first_rank[static_cast<std::size_t>(trace.program_of_rank[static_cast<std::size_t>(rank)])] = rank;
+  bool host_copies = false;
+  for (std::size_t p = 0; p < trace.programs.size(); ++p) {
+    if (first_rank[p] < 0) continue;
+    const std::vector<Op>& ops = trace.programs[p].ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (op.kind != OpKind::memcpy) continue;
+      if (op.memcpy == workloads::MemcpyKind::device_to_device && !(platform.gpu().hbm_bandwidth > 0))
+        throw ConfigError(fmt::format("{}: rank {}, op {} (memcpy{})", trace.origin, first_rank[p], i,
+                                      op.name >= 0 ? " '" + trace.names[static_cast<std::size_t>(op.name)] + "'" : ""),
+                          fmt::format("GPU model '{}' has no hbm_bandwidth to price a device-to-device copy",
+                                      platform.gpu().name),
+                          "give the GPU model an hbm_bandwidth");
+      host_copies = host_copies || op.memcpy != workloads::MemcpyKind::device_to_device;
+    }
+  }
+  if (!host_copies) return;
+
+  const platforms::NodeTemplate& node = platform.node();
+  const int vertices = static_cast<int>(node.vertices.size());
+  host_.resize(static_cast<std::size_t>(trace.ranks));
+  for (int rank = 0; rank < trace.ranks; ++rank) {
+    const int gpu = placement.allocation.gpus[static_cast<std::size_t>(rank)];
+    const int gpu_vertex = platform.gpu_vertex(gpu);
+    const int node_index = platform.node_of_gpu(gpu);
+    const int socket = node.vertices[static_cast<std::size_t>(gpu_vertex - node_index * vertices)].socket;
+    int cpu = -1;
+    for (int v = 0; v < vertices; ++v) {
+      const platforms::Vertex& vertex = node.vertices[static_cast<std::size_t>(v)];
+      if (vertex.kind != platforms::VertexKind::cpu) continue;
+      if (cpu < 0 || (vertex.socket == socket && node.vertices[static_cast<std::size_t>(cpu)].socket != socket)) cpu = v;
+    }
+    if (cpu < 0)
+      throw ConfigError(trace.origin,
+                        fmt::format("the trace copies between host and device but platform '{}' has no host "
+                                    "(a vertex of kind cpu), so the copy has no route to price",
+                                    platform.name()),
+                        "add the CPUs and their PCIe links to the platform's node, or make the copies device_to_device");
+    const int cpu_vertex = node_index * vertices + cpu;
+    const platforms::Route& to_host = platform.route(gpu_vertex, cpu_vertex);
+    const platforms::Route& from_host = platform.route(cpu_vertex, gpu_vertex);
+    host_[static_cast<std::size_t>(rank)] = {{to_host.latency, to_host.bandwidth}, {from_host.latency, from_host.bandwidth}};
+  }
+}
+
+const ReplayPlan::HostRoute& ReplayPlan::host_route(int rank, const Op& op) const {
+  const auto& routes = host_[static_cast<std::size_t>(rank)];
+  return op.memcpy == workloads::MemcpyKind::device_to_host ? routes.first : routes.second;
+}
+
+Seconds ReplayPlan::duration(int rank, const Op& op) const {
+  switch (op.kind) {
+    case OpKind::kernel:
+      return op.kernel >= 0 ? kernels_[static_cast<std::size_t>(op.kernel)].time : op.duration;
+    case OpKind::cpu:
+      return op.duration;
+    case OpKind::memcpy:
+      if (op.memcpy == workloads::MemcpyKind::device_to_device)
+        return 2 * op.bytes / placement_.platform.gpu().hbm_bandwidth;   // read and write HBM
+      {
+        const HostRoute& route = host_route(rank, op);
+        return route.latency + op.bytes / route.bandwidth;
+      }
+    default:
+      return 0;
+  }
+}
+
+const PlannedSchedule& ReplayPlan::add(models::Schedule schedule, platforms::Allocation allocation) {
+  schedules_.push_back(std::make_unique<PlannedSchedule>(static_cast<int>(schedules_.size()), std::move(schedule),
+                                                         std::move(allocation), placement_.platform));
+  return *schedules_.back();
+}
+
+const PlannedSchedule& ReplayPlan::collective(int call, int subgroup) {
+  const int canonical = canonical_call_[static_cast<std::size_t>(call)];
+  const PlannedSchedule*& slot = by_call_[{canonical, subgroup}];
+  if (slot) return *slot;
+  const workloads::CollectiveCall& c = trace_.collectives[static_cast<std::size_t>(canonical)];
+  const workloads::ProcessGroup& group = trace_.groups[static_cast<std::size_t>(c.group)];
+  platforms::Allocation allocation;
+  for (int rank : group.subgroups[static_cast<std::size_t>(subgroup)])
+    allocation.gpus.push_back(placement_.allocation.gpus[static_cast<std::size_t>(rank)]);
+  const models::CollectiveSpec spec{c.op, allocation.ranks(), c.bytes, c.root};
+  const models::CollectiveContext context{placement_.platform, allocation, c.options};
+  try {
+    models::Schedule schedule = models::AlgorithmRegistry::instance().get(c.algorithm).make()->lower(spec, context);
+    slot = &add(std::move(schedule), std::move(allocation));
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: collectives[{}]", trace_.origin, call),
+                      fmt::format("{} of {} on group '{}' (subgroup {}, {} ranks) cannot be lowered with '{}': {}",
+                                  models::to_string(c.op), format_size(c.bytes), group.name, subgroup,
+                                  spec.ranks, c.algorithm, e.what()),
+                      "");
+  }
+  return *slot;
+}
+
+const PlannedSchedule& ReplayPlan::p2p(int sender, int receiver, Bytes bytes) {
+  const PlannedSchedule*& slot = by_pair_[{sender, receiver, bytes}];
+  if (slot) return *slot;
+  // Built here rather than by the `direct` algorithm: its sendrecv is nccl-tests' ring shift,
+  // which on two ranks moves the bytes both ways; a send moves them one way, rank 0 -> rank 1.
+  // (So the checker's sendrecv promise, which includes 1 -> 0, does not apply to it.)
+  models::Schedule schedule;
+  schedule.spec = {models::CollectiveOp::sendrecv, 2, bytes, 0};
+  schedule.algorithm = "direct";
+  schedule.num_blocks = 2;
+  schedule.block_bytes = bytes;
+  models::Step step;
+  step.src = 0;
+  step.dst = 1;
+  step.wire_bytes = bytes;
+  schedule.rounds.push_back(models::Round{{step}, 1, 0});
+  platforms::Allocation allocation;
+  allocation.gpus = {placement_.allocation.gpus[static_cast<std::size_t>(sender)],
+                     placement_.allocation.gpus[static_cast<std::size_t>(receiver)]};
+  slot = &add(std::move(schedule), std::move(allocation));
+  return *slot;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ReplayCore
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Global op id: op_base[rank] + op index. 32 bits keep the per-op arrays small.
+using OpId = std::int32_t;
+/// pred of an op whose start was its issue time: the CPU chain determined it.
+constexpr OpId kByCpu = -1;
+constexpr Seconds kNotDone = -1;
+
+bool is_communication(OpKind kind) {
+  return kind == OpKind::collective || kind == OpKind::send || kind == OpKind::recv;
+}
+
+/// What the core precomputes once per Program (shared by every rank that runs it).
+struct ProgramInfo {
+  std::vector<std::int32_t> stream_begin;   ///< streams + 1 offsets into stream_ops
+  std::vector<std::int32_t> stream_ops;     ///< op indices of each stream, in issue order
+  std::vector<std::int32_t> ordinal;        ///< per op: k-th collective on its group / send or recv with its peer
+  std::vector<std::int32_t> slot;           ///< per op: collective: its group; send / recv: index in peers
+  std::vector<Seconds> duration;            ///< per op: kernel, cpu, device copy time (host copies: per rank)
+  std::vector<std::vector<std::int32_t>> group_ops;   ///< per trace group: the collective ops on it
+  struct Peer {
+    bool send = false;
+    int peer = -1;
+    std::vector<std::int32_t> ops;
+  };
+  std::vector<Peer> peers;                  ///< distinct (direction, peer) of the sends and recvs
+};
+
+/// A collective or send/recv: the members that meet in it and how far they got.
+struct Instance {
+  const PlannedSchedule* schedule = nullptr;
+  Seconds begin = 0;          ///< latest arrival so far (the start once all arrived)
+  OpId last = -1;             ///< op of the latest arrival: what the start waited for
+  std::int32_t arrived = 0;
+  std::int32_t members = 0;
+  std::int32_t group = -1;    ///< collective: Trace::groups index; send/recv: -1
+  std::int32_t a = 0;         ///< collective: subgroup; send/recv: sender
+  std::int32_t b = 0;         ///< send/recv: receiver
+  std::int32_t slot_a = -1;   ///< send/recv: peer slot of the sends in the sender's program
+  std::int32_t slot_b = -1;   ///< send/recv: peer slot of the recvs in the receiver's program
+  std::int32_t ordinal = 0;
+};
+
+struct StreamState {
+  Seconds last_end = 0;       ///< end of the previous op
+  OpId last = -1;             ///< the previous op, -1 before the first
+  OpId waiting = -1;          ///< head is a wait for this record
+  std::int32_t head = 0;      ///< next op to run (index into the program's stream list)
+  std::int32_t issued = 0;    ///< ops the CPU has issued to this stream
+  bool busy = false;          ///< head is a collective / send / recv in progress
+};
+
+struct RankState {
+  Seconds cpu = 0;
+  std::int32_t pc = 0;        ///< next op the CPU issues
+  bool blocked = false;       ///< in the sync at pc
+};
+
+/// A unit of pending work: run a rank's CPU (stream < 0) or advance one of its streams.
+struct Work {
+  std::int32_t rank;
+  std::int32_t stream;
+};
+
+std::string list_ranks(const std::vector<int>& ranks) {
+  constexpr std::size_t kShown = 8;
+  std::string text;
+  for (std::size_t i = 0; i < ranks.size() && i < kShown; ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > kShown) text += fmt::format(" and {} more", ranks.size() - kShown);
+  return text;
+}
+
+}  // namespace
+
+struct ReplayCore::Impl {
+  Impl(const workloads::Trace& trace, ReplayPlan& prices);
+
+  // Tables.
+  const workloads::Trace& t;
+  ReplayPlan& plan;
+  std::vector<ProgramInfo> programs;
+  std::vector<std::int64_t> op_base;        ///< ranks + 1
+  std::vector<std::int32_t> stream_base;    ///< ranks + 1
+  std::vector<std::int32_t> event_base;     ///< ranks + 1
+  std::vector<std::int32_t> peer_base;      ///< ranks + 1
+  std::vector<std::int32_t> group_offset;   ///< groups + 1, into subgroup_first
+  std::vector<std::int32_t> subgroup_first; ///< first instance of each (group, subgroup)
+  std::vector<std::int32_t> peer_first;     ///< per rank peer slot: first instance of its rank pair
+  std::vector<Instance> instances;
+
+  // Run state.
+  std::vector<Seconds> start;   ///< issue time until the op starts, then its start
+  std::vector<Seconds> end;     ///< kNotDone until finished
+  std::vector<OpId> pred;       ///< what determined the start; a wait's record until it starts
+  std::vector<StreamState> streams;
+  std::vector<RankState> ranks;
+  std::vector<OpId> last_record;   ///< per rank and event: the latest record issued
+  std::vector<Work> work;
+  ReplayBackend* backend = nullptr;
+  std::vector<std::int64_t>* starts = nullptr;
+
+  const workloads::Program& program(int rank) const { return t.program(rank); }
+  const ProgramInfo& info(int rank) const {
+    return programs[static_cast<std::size_t>(t.program_of_rank[static_cast<std::size_t>(rank)])];
+  }
+  OpId id(int rank, int op) const { return static_cast<OpId>(op_base[static_cast<std::size_t>(rank)] + op); }
+  std::pair<int, int> locate(OpId id) const {
+    const auto it = std::upper_bound(op_base.begin(), op_base.end(), static_cast<std::int64_t>(id));
+    const int rank = static_cast<int>(it - op_base.begin()) - 1;
+    return {rank, static_cast<int>(id - op_base[static_cast<std::size_t>(rank)])};
+  }
+  StreamState& stream(int rank, int s) {
+    return streams[static_cast<std::size_t>(stream_base[static_cast<std::size_t>(rank)] + s)];
+  }
+  const StreamState& stream(int rank, int s) const {
+    return streams[static_cast<std::size_t>(stream_base[static_cast<std::size_t>(rank)] + s)];
+  }
+  int stream_count(int rank) const {
+    return stream_base[static_cast<std::size_t>(rank) + 1] - stream_base[static_cast<std::size_t>(rank)];
+  }
+  int stream_length(int rank, int s) const {
+    const ProgramInfo& p = info(rank);
+    return p.stream_begin[static_cast<std::size_t>(s) + 1] - p.stream_begin[static_cast<std::size_t>(s)];
+  }
+  int instance_of(int rank, int op) const;
+  /// (rank, op index) of member `member` of an instance; op -1 when its program has no such op.
+  std::pair<int, int> member(const Instance& in, int member) const;
+  std::string name_of(int rank, int op) const;
+  std::string describe(int rank, int op) const;
+
+  void build_programs();
+  void build_collectives();
+  void build_p2p();
+
+  // The state machine.
+  void push(int rank, int s) { work.push_back({rank, s}); }
+  void drain();
+  void run_cpu(int rank);
+  bool try_sync(int rank, int op);
+  void enqueue(int rank, int s);
+  void advance(int rank, int s);
+  void fired(int rank, OpId record);
+  /// Records a member's arrival; starts the schedule when it is the last. True when the
+  /// instance has one member: nothing to move, it completes on arrival.
+  bool arrive(int index, OpId me, Seconds at);
+  void member_done(ReplayBackend::Token token, int member, Seconds now);
+
+  bool finished(int rank) const;
+  [[noreturn]] void deadlock() const;
+  bool has_reached(int rank, int op) const;
+  std::string blocked_stream(int rank, int s) const;
+  std::string blocked_cpu(int rank) const;
+
+  Seconds rank_time(int rank) const;
+  Breakdown breakdown(int rank, Seconds iteration_time, std::vector<std::tuple<Seconds, Seconds, int>>& scratch) const;
+  std::vector<CriticalPathEntry> critical_path(int rank) const;
+};
+
+ReplayCore::Impl::Impl(const workloads::Trace& trace, ReplayPlan& prices) : t(trace), plan(prices) {
+  build_programs();
+  const auto ranks_count = static_cast<std::size_t>(t.ranks);
+  op_base.assign(ranks_count + 1, 0);
+  stream_base.assign(ranks_count + 1, 0);
+  event_base.assign(ranks_count + 1, 0);
+  peer_base.assign(ranks_count + 1, 0);
+  for (std::size_t r = 0; r < ranks_count; ++r) {
+    const workloads::Program& p = t.program(static_cast<int>(r));
+    op_base[r + 1] = op_base[r] + static_cast<std::int64_t>(p.ops.size());
+    stream_base[r + 1] = stream_base[r] + static_cast<std::int32_t>(p.streams.size());
+    event_base[r + 1] = event_base[r] + static_cast<std::int32_t>(p.events.size());
+    peer_base[r + 1] = peer_base[r] + static_cast<std::int32_t>(info(static_cast<int>(r)).peers.size());
+  }
+  constexpr std::int64_t kMaxOps = std::numeric_limits<OpId>::max();
+  if (op_base.back() >= kMaxOps)
+    throw ConfigError(t.origin, fmt::format("the iteration has {} op executions; a replay holds at most {}",
+                                            op_base.back(), kMaxOps),
+                      "replay fewer ranks or fewer ops per rank");
+  build_collectives();
+  build_p2p();
+
+  const auto total = static_cast<std::size_t>(op_base.back());
+  start.assign(total, 0);
+  end.assign(total, kNotDone);
+  pred.assign(total, kByCpu);
+  streams.assign(static_cast<std::size_t>(stream_base.back()), StreamState{});
+  ranks.assign(ranks_count, RankState{});
+  last_record.assign(static_cast<std::size_t>(event_base.back()), -1);
+}
+
+void ReplayCore::Impl::build_programs() {
+  programs.resize(t.programs.size());
+  for (std::size_t p = 0; p < t.programs.size(); ++p) {
+    const workloads::Program& program = t.programs[p];
+    ProgramInfo& info = programs[p];
+    const std::size_t n = program.ops.size();
+    const std::size_t streams_count = program.streams.size();
+    info.ordinal.assign(n, 0);
+    info.slot.assign(n, -1);
+    info.duration.assign(n, 0);
+    info.group_ops.resize(t.groups.size());
+    info.stream_begin.assign(streams_count + 1, 0);
+    std::map<std::pair<bool, int>, int> peer_slot;
+    // plan.duration's rank only matters for host copies, which advance() prices per rank.
+    for (std::size_t i = 0; i < n; ++i) {
+      const Op& op = program.ops[i];
+      if (op.kind != OpKind::cpu && op.kind != OpKind::sync) ++info.stream_begin[static_cast<std::size_t>(op.stream) + 1];
+      switch (op.kind) {
+        case OpKind::kernel:
+        case OpKind::cpu:
+          info.duration[i] = plan.duration(0, op);
+          break;
+        case OpKind::memcpy:
+          if (op.memcpy == workloads::MemcpyKind::device_to_device) info.duration[i] = plan.duration(0, op);
+          break;
+        case OpKind::collective: {
+          const int g = t.collectives[static_cast<std::size_t>(op.collective)].group;
+          auto& ops = info.group_ops[static_cast<std::size_t>(g)];
+          info.slot[i] = g;
+          info.ordinal[i] = static_cast<std::int32_t>(ops.size());
+          ops.push_back(static_cast<std::int32_t>(i));
+          break;
+        }
+        case OpKind::send:
+        case OpKind::recv: {
+          const auto [it, added] = peer_slot.try_emplace({op.kind == OpKind::send, op.peer}, static_cast<int>(info.peers.size()));
+          if (added) info.peers.push_back({op.kind == OpKind::send, op.peer, {}});
+          auto& peer = info.peers[static_cast<std::size_t>(it->second)];
+          info.slot[i] = it->second;
+          info.ordinal[i] = static_cast<std::int32_t>(peer.ops.size());
+          peer.ops.push_back(static_cast<std::int32_t>(i));
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    for (std::size_t s = 0; s < streams_count; ++s) info.stream_begin[s + 1] += info.stream_begin[s];
+    info.stream_ops.assign(static_cast<std::size_t>(info.stream_begin.back()), 0);
+    std::vector<std::int32_t> fill(info.stream_begin.begin(), info.stream_begin.end() - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Op& op = program.ops[i];
+      if (op.kind == OpKind::cpu || op.kind == OpKind::sync) continue;
+      info.stream_ops[static_cast<std::size_t>(fill[static_cast<std::size_t>(op.stream)]++)] = static_cast<std::int32_t>(i);
+    }
+  }
+}
+
+
+void ReplayCore::Impl::build_collectives() {
+  group_offset.assign(t.groups.size() + 1, 0);
+  for (std::size_t g = 0; g < t.groups.size(); ++g)
+    group_offset[g + 1] = group_offset[g] + static_cast<std::int32_t>(t.groups[g].subgroups.size());
+  subgroup_first.assign(static_cast<std::size_t>(group_offset.back()), 0);
+  std::vector<char> seen(t.programs.size(), 0);
+  for (std::size_t g = 0; g < t.groups.size(); ++g) {
+    const workloads::ProcessGroup& group = t.groups[g];
+    for (std::size_t sg = 0; sg < group.subgroups.size(); ++sg) {
+      // Members running the same program issue the same calls: compare one rank per program.
+      std::vector<int> distinct;
+      for (int rank : group.subgroups[sg]) {
+        const auto p = static_cast<std::size_t>(t.program_of_rank[static_cast<std::size_t>(rank)]);
+        if (!seen[p]) {
+          seen[p] = 1;
+          distinct.push_back(rank);
+        }
+      }
+      std::size_t count = 0;
+      for (int rank : distinct) {
+        seen[static_cast<std::size_t>(t.program_of_rank[static_cast<std::size_t>(rank)])] = 0;
+        count = std::max(count, info(rank).group_ops[g].size());
+      }
+      subgroup_first[static_cast<std::size_t>(group_offset[g]) + sg] = static_cast<std::int32_t>(instances.size());
+      for (std::size_t k = 0; k < count; ++k) {
+        int reference = -1;
+        for (int rank : distinct) {
+          const auto& ops = info(rank).group_ops[g];
+          if (k >= ops.size()) continue;   // a member that never issues it: the run reports the deadlock
+          if (reference < 0) {
+            reference = rank;
+            continue;
+          }
+          const int mine = program(rank).ops[static_cast<std::size_t>(ops[k])].collective;
+          const int theirs = program(reference).ops[static_cast<std::size_t>(info(reference).group_ops[g][k])].collective;
+          if (mine != theirs && !same_call(t.collectives[static_cast<std::size_t>(mine)], t.collectives[static_cast<std::size_t>(theirs)]))
+            throw ConfigError(t.origin,
+                              fmt::format("mismatched collectives: #{} on group '{}' is {} on rank {} but {} on rank {}",
+                                          k, group.name, describe(reference, info(reference).group_ops[g][k]),
+                                          reference, describe(rank, ops[k]), rank),
+                              "every member of a subgroup must issue the same collectives (op, size, root, "
+                              "algorithm and its options) in the same order: NCCL matches the k-th call of each");
+        }
+        Instance in;
+        const int call = program(reference).ops[static_cast<std::size_t>(info(reference).group_ops[g][k])].collective;
+        in.members = static_cast<std::int32_t>(group.subgroups[sg].size());
+        if (in.members > 1) in.schedule = &plan.collective(call, static_cast<int>(sg));
+        in.group = static_cast<std::int32_t>(g);
+        in.a = static_cast<std::int32_t>(sg);
+        in.ordinal = static_cast<std::int32_t>(k);
+        instances.push_back(in);
+      }
+    }
+  }
+}
+
+void ReplayCore::Impl::build_p2p() {
+  // (sender, receiver) -> peer slot of the sends in the sender's program and of the recvs in
+  // the receiver's; ordered, so instances are numbered deterministically.
+  std::map<std::pair<int, int>, std::pair<int, int>> pairs;
+  for (int rank = 0; rank < t.ranks; ++rank) {
+    const auto& peers = info(rank).peers;
+    for (std::size_t slot = 0; slot < peers.size(); ++slot) {
+      const auto& peer = peers[slot];
+      auto key = peer.send ? std::pair{rank, peer.peer} : std::pair{peer.peer, rank};
+      auto [it, added] = pairs.try_emplace(key, -1, -1);
+      (peer.send ? it->second.first : it->second.second) = static_cast<int>(slot);
+    }
+  }
+  peer_first.assign(static_cast<std::size_t>(peer_base.back()), 0);
+  for (const auto& [ranks_pair, slots] : pairs) {
+    const auto [sender, receiver] = ranks_pair;
+    static const std::vector<std::int32_t> none;
+    const auto& sends = slots.first >= 0 ? info(sender).peers[static_cast<std::size_t>(slots.first)].ops : none;
+    const auto& recvs = slots.second >= 0 ? info(receiver).peers[static_cast<std::size_t>(slots.second)].ops : none;
+    const auto first = static_cast<std::int32_t>(instances.size());
+    if (slots.first >= 0) peer_first[static_cast<std::size_t>(peer_base[static_cast<std::size_t>(sender)] + slots.first)] = first;
+    if (slots.second >= 0) peer_first[static_cast<std::size_t>(peer_base[static_cast<std::size_t>(receiver)] + slots.second)] = first;
+    for (std::size_t k = 0; k < std::max(sends.size(), recvs.size()); ++k) {
+      const Op* send = k < sends.size() ? &program(sender).ops[static_cast<std::size_t>(sends[k])] : nullptr;
+      const Op* recv = k < recvs.size() ? &program(receiver).ops[static_cast<std::size_t>(recvs[k])] : nullptr;
+      if (send && recv && send->bytes != recv->bytes)
+        throw ConfigError(t.origin,
+                          fmt::format("mismatched send/recv: message #{} from rank {} to rank {} is {} in {} but {} "
+                                      "in {}",
+                                      k, sender, receiver, format_size(send->bytes), describe(sender, sends[k]),
+                                      format_size(recv->bytes), describe(receiver, recvs[k])),
+                          "give the matched send and recv the same size");
+      Instance in;
+      in.schedule = &plan.p2p(sender, receiver, send ? send->bytes : recv->bytes);
+      in.members = 2;
+      in.a = sender;
+      in.b = receiver;
+      in.slot_a = slots.first;
+      in.slot_b = slots.second;
+      in.ordinal = static_cast<std::int32_t>(k);
+      instances.push_back(in);
+    }
+  }
+}
+
+int ReplayCore::Impl::instance_of(int rank, int op) const {
+  const ProgramInfo& p = info(rank);
+  const auto i = static_cast<std::size_t>(op);
+  if (program(rank).ops[i].kind == OpKind::collective) {
+    const auto g = static_cast<std::size_t>(p.slot[i]);
+    const int sg = t.groups[g].subgroup_of_rank[static_cast<std::size_t>(rank)];
+    return subgroup_first[static_cast<std::size_t>(group_offset[g] + sg)] + p.ordinal[i];
+  }
+  return peer_first[static_cast<std::size_t>(peer_base[static_cast<std::size_t>(rank)] + p.slot[i])] + p.ordinal[i];
+}
+
+std::pair<int, int> ReplayCore::Impl::member(const Instance& in, int m) const {
+  if (in.group >= 0) {
+    const int rank = t.groups[static_cast<std::size_t>(in.group)].subgroups[static_cast<std::size_t>(in.a)][static_cast<std::size_t>(m)];
+    const auto& ops = info(rank).group_ops[static_cast<std::size_t>(in.group)];
+    return {rank, static_cast<std::size_t>(in.ordinal) < ops.size() ? ops[static_cast<std::size_t>(in.ordinal)] : -1};
+  }
+  const int rank = m == 0 ? in.a : in.b;
+  const int slot = m == 0 ? in.slot_a : in.slot_b;
+  if (slot < 0) return {rank, -1};
+  const auto& ops = info(rank).peers[static_cast<std::size_t>(slot)].ops;
+  return {rank, static_cast<std::size_t>(in.ordinal) < ops.size() ? ops[static_cast<std::size_t>(in.ordinal)] : -1};
+}
+
+std::string ReplayCore::Impl::name_of(int rank, int op) const {
+  const Op& o = program(rank).ops[static_cast<std::size_t>(op)];
+  return o.name >= 0 ? t.names[static_cast<std::size_t>(o.name)] : workloads::to_string(o.kind);
+}
+
+std::string ReplayCore::Impl::describe(int rank, int op) const {
+  const Op& o = program(rank).ops[static_cast<std::size_t>(op)];
+  const std::string name = o.name >= 0 ? " '" + t.names[static_cast<std::size_t>(o.name)] + "'" : "";
+  if (o.kind != OpKind::collective) return workloads::to_string(o.kind) + name;
+  const workloads::CollectiveCall& call = t.collectives[static_cast<std::size_t>(o.collective)];
+  std::string text = fmt::format("{}{} of {}", models::to_string(call.op), name, format_size(call.bytes));
+  if (call.op == models::CollectiveOp::broadcast || call.op == models::CollectiveOp::reduce)
+    text += fmt::format(" (root {})", call.root);
+  return text + fmt::format(" with {}", call.algorithm);
+}
+
+// --- the state machine ------------------------------------------------------------------------
+
+void ReplayCore::Impl::drain() {
+  // FIFO over a growing vector: items pushed while draining run in the same pass.
+  for (std::size_t next = 0; next < work.size(); ++next) {
+    const Work item = work[next];
+    if (item.stream < 0) run_cpu(item.rank);
+    else advance(item.rank, item.stream);
+  }
+  work.clear();
+}
+
+void ReplayCore::Impl::run_cpu(int rank) {
+  RankState& rs = ranks[static_cast<std::size_t>(rank)];
+  const std::vector<Op>& ops = program(rank).ops;
+  const ProgramInfo& p = info(rank);
+  const auto n = static_cast<std::int32_t>(ops.size());
+  if (rs.blocked) {
+    if (!try_sync(rank, rs.pc)) return;
+    rs.blocked = false;
+    ++rs.pc;
+  }
+  const Seconds launch = t.launch.cpu_launch;
+  const OpId base = id(rank, 0);
+  for (; rs.pc < n; ++rs.pc) {
+    const Op& op = ops[static_cast<std::size_t>(rs.pc)];
+    const auto at = static_cast<std::size_t>(base + rs.pc);
+    switch (op.kind) {
+      case OpKind::cpu:
+        start[at] = rs.cpu;
+        rs.cpu += p.duration[static_cast<std::size_t>(rs.pc)];
+        end[at] = rs.cpu;
+        break;
+      case OpKind::sync:
+        start[at] = rs.cpu;
+        if (!try_sync(rank, rs.pc)) {
+          rs.blocked = true;
+          return;
+        }
+        break;
+      case OpKind::record:
+        start[at] = rs.cpu;
+        last_record[static_cast<std::size_t>(event_base[static_cast<std::size_t>(rank)] + op.event)] = base + rs.pc;
+        enqueue(rank, op.stream);
+        break;
+      case OpKind::wait:
+        start[at] = rs.cpu;
+        pred[at] = last_record[static_cast<std::size_t>(event_base[static_cast<std::size_t>(rank)] + op.event)];
+        enqueue(rank, op.stream);
+        break;
+      default:
+        rs.cpu += launch;
+        start[at] = rs.cpu;
+        enqueue(rank, op.stream);
+    }
+  }
+}
+
+bool ReplayCore::Impl::try_sync(int rank, int op) {
+  RankState& rs = ranks[static_cast<std::size_t>(rank)];
+  const Op& o = program(rank).ops[static_cast<std::size_t>(op)];
+  Seconds done = -std::numeric_limits<Seconds>::infinity();
+  OpId who = kByCpu;
+  if (o.event >= 0) {
+    const OpId record = last_record[static_cast<std::size_t>(event_base[static_cast<std::size_t>(rank)] + o.event)];
+    if (record >= 0) {
+      if (end[static_cast<std::size_t>(record)] == kNotDone) return false;
+      done = end[static_cast<std::size_t>(record)];
+      who = record;
+    }
+  } else {
+    const int first = o.stream >= 0 ? o.stream : 0;
+    const int last = o.stream >= 0 ? o.stream + 1 : stream_count(rank);
+    for (int s = first; s < last; ++s) {
+      const StreamState& st = stream(rank, s);
+      if (st.head < st.issued) return false;
+      if (st.last >= 0 && st.last_end > done) {
+        done = st.last_end;
+        who = st.last;
+      }
+    }
+  }
+  const auto at = static_cast<std::size_t>(id(rank, op));
+  if (done > rs.cpu) {
+    rs.cpu = done;
+    pred[at] = who;
+  } else {
+    pred[at] = kByCpu;
+  }
+  end[at] = rs.cpu;
+  return true;
+}
+
+void ReplayCore::Impl::enqueue(int rank, int s) {
+  StreamState& st = stream(rank, s);
+  // A stream with earlier issued ops pending is blocked on them; it picks this one up later.
+  if (st.head == st.issued++) advance(rank, s);
+}
+
+void ReplayCore::Impl::advance(int rank, int s) {
+  StreamState& st = stream(rank, s);
+  if (st.busy) return;
+  const ProgramInfo& p = info(rank);
+  const std::vector<Op>& ops = program(rank).ops;
+  const std::int32_t* list = p.stream_ops.data() + p.stream_begin[static_cast<std::size_t>(s)];
+  const OpId base = id(rank, 0);
+  const Seconds gap = t.launch.kernel_gap;
+  const std::int32_t first = st.head;
+  while (st.head < st.issued) {
+    const int i = list[st.head];
+    const Op& op = ops[static_cast<std::size_t>(i)];
+    const OpId me = base + i;
+    const auto at = static_cast<std::size_t>(me);
+    // Start: issued, previous op done (+ the GPU's per-kernel gap); ties go to the stream.
+    Seconds begin = start[at];
+    OpId why = kByCpu;
+    const Seconds ready = st.last_end + (op.kind == OpKind::kernel ? gap : 0);
+    if (st.last >= 0 && ready >= begin) {
+      begin = ready;
+      why = st.last;
+    }
+    Seconds finish = begin;
+    if (op.kind == OpKind::kernel) {
+      finish = begin + p.duration[static_cast<std::size_t>(i)];
+    } else if (op.kind == OpKind::memcpy) {
+      finish = begin + (op.memcpy == workloads::MemcpyKind::device_to_device ? p.duration[static_cast<std::size_t>(i)]
+                                                                            : plan.duration(rank, op));
+    } else if (op.kind == OpKind::wait) {
+      const OpId record = pred[at];
+      if (record >= 0) {
+        const Seconds fired_at = end[static_cast<std::size_t>(record)];
+        if (fired_at == kNotDone) {
+          st.waiting = record;
+          break;
+        }
+        if (fired_at > begin) {
+          begin = fired_at;
+          why = record;
+        }
+      }
+      st.waiting = -1;
+      finish = begin;
+    } else if (is_communication(op.kind) && !arrive(instance_of(rank, i), me, begin)) {
+      // The stream holds until the backend reports this member done.
+      start[at] = begin;
+      pred[at] = why;
+      st.busy = true;
+      break;
+    }
+    start[at] = begin;
+    end[at] = finish;
+    pred[at] = why;
+    st.last_end = finish;
+    st.last = me;
+    ++st.head;
+    if (op.kind == OpKind::record) fired(rank, me);
+  }
+  // Finished ops may release a CPU blocked in a stream or device sync.
+  if (st.head > first && ranks[static_cast<std::size_t>(rank)].blocked) push(rank, -1);
+}
+
+void ReplayCore::Impl::fired(int rank, OpId record) {
+  for (int s = 0; s < stream_count(rank); ++s)
+    if (stream(rank, s).waiting == record) push(rank, s);
+  if (ranks[static_cast<std::size_t>(rank)].blocked) push(rank, -1);
+}
+
+bool ReplayCore::Impl::arrive(int index, OpId me, Seconds at) {
+  Instance& in = instances[static_cast<std::size_t>(index)];
+  if (in.arrived == 0 || at > in.begin) {
+    in.begin = at;
+    in.last = me;
+  }
+  if (in.members == 1) {
+    in.arrived = 1;
+    return true;
+  }
+  if (++in.arrived == in.members) {
+    ++(*starts)[static_cast<std::size_t>(in.schedule->id)];
+    backend->start_collective(in.begin, in.schedule->schedule, static_cast<ReplayBackend::Token>(index));
+  }
+  return false;
+}
+
+void ReplayCore::Impl::member_done(ReplayBackend::Token token, int m, Seconds now) {
+  const Instance& in = instances[static_cast<std::size_t>(token)];
+  const auto [rank, op] = member(in, m);
+  const OpId me = id(rank, op);
+  const int s = program(rank).ops[static_cast<std::size_t>(op)].stream;
+  StreamState& st = stream(rank, s);
+  end[static_cast<std::size_t>(me)] = now;
+  st.busy = false;
+  st.last_end = now;
+  st.last = me;
+  ++st.head;
+  push(rank, s);
+  if (ranks[static_cast<std::size_t>(rank)].blocked) push(rank, -1);
+}
+
+bool ReplayCore::Impl::finished(int rank) const {
+  if (ranks[static_cast<std::size_t>(rank)].pc < static_cast<std::int32_t>(program(rank).ops.size())) return false;
+  for (int s = 0; s < stream_count(rank); ++s)
+    if (stream(rank, s).head < stream_length(rank, s)) return false;
+  return true;
+}
+
+// --- deadlock report --------------------------------------------------------------------------
+
+bool ReplayCore::Impl::has_reached(int rank, int op) const {
+  if (end[static_cast<std::size_t>(id(rank, op))] != kNotDone) return true;
+  const int s = program(rank).ops[static_cast<std::size_t>(op)].stream;
+  const StreamState& st = stream(rank, s);
+  const ProgramInfo& p = info(rank);
+  return st.busy && p.stream_ops[static_cast<std::size_t>(p.stream_begin[static_cast<std::size_t>(s)] + st.head)] == op;
+}
+
+std::string ReplayCore::Impl::blocked_stream(int rank, int s) const {
+  const StreamState& st = stream(rank, s);
+  const ProgramInfo& p = info(rank);
+  const int op = p.stream_ops[static_cast<std::size_t>(p.stream_begin[static_cast<std::size_t>(s)] + st.head)];
+  const Op& o = program(rank).ops[static_cast<std::size_t>(op)];
+  const std::string where = fmt::format("stream '{}': ", program(rank).streams[static_cast<std::size_t>(s)]);
+  if (st.waiting >= 0) {
+    const auto [record_rank, record_op] = locate(st.waiting);
+    const Op& record = program(record_rank).ops[static_cast<std::size_t>(record_op)];
+    return where + fmt::format("{} on event '{}' waits for {} on stream '{}', which never completes",
+                               describe(rank, op), program(rank).events[static_cast<std::size_t>(o.event)],
+                               describe(record_rank, record_op), program(rank).streams[static_cast<std::size_t>(record.stream)]);
+  }
+  if (!st.busy) throw std::logic_error("replay: stream with pending work after the run");
+  const Instance& in = instances[static_cast<std::size_t>(instance_of(rank, op))];
+  std::vector<int> absent, never;
+  for (int m = 0; m < in.members; ++m) {
+    const auto [q, q_op] = member(in, m);
+    if (q_op < 0) {
+      never.push_back(q);
+      absent.push_back(q);
+      continue;
+    }
+    const bool reached = has_reached(q, q_op);
+    if (!reached) absent.push_back(q);
+  }
+  if (in.group >= 0) {
+    const workloads::ProcessGroup& group = t.groups[static_cast<std::size_t>(in.group)];
+    std::string text = where + fmt::format("waiting for rank{} {} to reach {} (#{} on group '{}')",
+                                           absent.size() == 1 ? "" : "s", list_ranks(absent), describe(rank, op),
+                                           in.ordinal, group.name);
+    if (!never.empty())
+      text += fmt::format("; rank{} {} never issue{} it (fewer collectives on '{}')", never.size() == 1 ? "" : "s",
+                          list_ranks(never), never.size() == 1 ? "s" : "", group.name);
+    return text;
+  }
+  const bool sending = o.kind == OpKind::send;
+  const int peer = sending ? in.b : in.a;
+  if (!never.empty())
+    return where + fmt::format("{} {} rank {} (#{}) has no matching {}: rank {} posts fewer", describe(rank, op),
+                               sending ? "to" : "from", peer, in.ordinal, sending ? "recv" : "send", peer);
+  const auto [peer_rank, peer_op] = member(in, sending ? 1 : 0);
+  return where + fmt::format("{} {} rank {} (#{}) is waiting for rank {} to reach its {}", describe(rank, op),
+                             sending ? "to" : "from", peer, in.ordinal, peer_rank, describe(peer_rank, peer_op));
+}
+
+std::string ReplayCore::Impl::blocked_cpu(int rank) const {
+  const int op = ranks[static_cast<std::size_t>(rank)].pc;
+  const Op& o = program(rank).ops[static_cast<std::size_t>(op)];
+  if (o.event >= 0) {
+    const auto [record_rank, record_op] =
+        locate(last_record[static_cast<std::size_t>(event_base[static_cast<std::size_t>(rank)] + o.event)]);
+    return fmt::format("cpu: {} on event '{}' waits for {} on stream '{}', which never completes", describe(rank, op),
+                       program(rank).events[static_cast<std::size_t>(o.event)], describe(record_rank, record_op),
+                       program(rank).streams[static_cast<std::size_t>(program(record_rank).ops[static_cast<std::size_t>(record_op)].stream)]);
+  }
+  if (o.stream >= 0)
+    return fmt::format("cpu: {} waits for stream '{}', which never drains", describe(rank, op),
+                       program(rank).streams[static_cast<std::size_t>(o.stream)]);
+  return fmt::format("cpu: {} waits for the whole device, whose streams never drain", describe(rank, op));
+}
+
+void ReplayCore::Impl::deadlock() const {
+  constexpr int kShown = 8;
+  std::vector<std::string> lines;
+  int blocked = 0;
+  for (int rank = 0; rank < t.ranks; ++rank) {
+    if (finished(rank)) continue;
+    if (++blocked > kShown) continue;
+    std::vector<std::string> why;
+    for (int s = 0; s < stream_count(rank); ++s) {
+      const StreamState& st = stream(rank, s);
+      if (st.head < st.issued) why.push_back(blocked_stream(rank, s));
+    }
+    if (ranks[static_cast<std::size_t>(rank)].blocked) why.push_back(blocked_cpu(rank));
+    std::string line = fmt::format("rank {}: ", rank);
+    for (std::size_t i = 0; i < why.size(); ++i) line += (i ? "; " : "") + why[i];
+    lines.push_back(line);
+  }
+  std::string text = fmt::format("the iteration cannot finish: {} rank{} blocked forever", blocked,
+                                 blocked == 1 ? " is" : "s are");
+  for (const std::string& line : lines) text += "\n  " + line;
+  if (blocked > kShown) text += fmt::format("\n  and {} more blocked ranks", blocked - kShown);
+  throw ConfigError(t.origin, text,
+                    "a collective starts only when every member of its subgroup reaches it, a recv only with its "
+                    "send, a wait only after its record: order each rank's ops so that no cycle of such waits remains");
+}
+
+// --- results ----------------------------------------------------------------------------------
+
+Seconds ReplayCore::Impl::rank_time(int rank) const {
+  Seconds done = ranks[static_cast<std::size_t>(rank)].cpu;
+  for (int s = 0; s < stream_count(rank); ++s) done = std::max(done, stream(rank, s).last_end);
+  return done;
+}
+
+Breakdown ReplayCore::Impl::breakdown(int rank, Seconds iteration_time,
+                                      std::vector<std::tuple<Seconds, Seconds, int>>& intervals) const {
+  constexpr int kCompute = 1, kCommunication = 2;
+  auto category = [](OpKind kind) {
+    return kind == OpKind::kernel || kind == OpKind::memcpy ? kCompute : is_communication(kind) ? kCommunication : 0;
+  };
+  // A stream's ops start in order, so merging the streams' lists sorts the intervals by start
+  // without a sort.
+  const std::vector<Op>& ops = program(rank).ops;
+  const ProgramInfo& p = info(rank);
+  const OpId base = id(rank, 0);
+  const int streams_count = stream_count(rank);
+  std::vector<std::int32_t> next(p.stream_begin.begin(), p.stream_begin.end() - 1);
+  auto skip = [&](int s) {
+    while (next[static_cast<std::size_t>(s)] < p.stream_begin[static_cast<std::size_t>(s) + 1] &&
+           !category(ops[static_cast<std::size_t>(p.stream_ops[static_cast<std::size_t>(next[static_cast<std::size_t>(s)])])].kind))
+      ++next[static_cast<std::size_t>(s)];
+  };
+  for (int s = 0; s < streams_count; ++s) skip(s);
+  intervals.clear();
+  while (true) {
+    int pick = -1;
+    Seconds earliest = 0;
+    for (int s = 0; s < streams_count; ++s) {
+      if (next[static_cast<std::size_t>(s)] == p.stream_begin[static_cast<std::size_t>(s) + 1]) continue;
+      const Seconds begin = start[static_cast<std::size_t>(base + p.stream_ops[static_cast<std::size_t>(next[static_cast<std::size_t>(s)])])];
+      if (pick < 0 || begin < earliest) {
+        pick = s;
+        earliest = begin;
+      }
+    }
+    if (pick < 0) break;
+    const int i = p.stream_ops[static_cast<std::size_t>(next[static_cast<std::size_t>(pick)]++)];
+    intervals.emplace_back(earliest, end[static_cast<std::size_t>(base + i)], category(ops[static_cast<std::size_t>(i)].kind));
+    skip(pick);
+  }
+  auto covered = [&](int mask) {
+    Seconds total = 0, from = 0, to = -1;
+    for (const auto& [s, e, kind] : intervals) {
+      if (!(kind & mask)) continue;
+      if (s > to) {
+        if (to > from) total += to - from;
+        from = s;
+        to = e;
+      } else {
+        to = std::max(to, e);
+      }
+    }
+    if (to > from) total += to - from;
+    return total;
+  };
+  Breakdown b;
+  b.compute = covered(kCompute);
+  b.communication = covered(kCommunication);
+  const Seconds busy = covered(kCompute | kCommunication);
+  b.exposed_communication = busy - b.compute;
+  b.idle = iteration_time - busy;
+  return b;
+}
+
+std::vector<CriticalPathEntry> ReplayCore::Impl::critical_path(int rank) const {
+  // Walks back from the rank's last event through what determined each start; every step adds
+  // the time between the cause's end and the op's end, so the entries sum to the iteration time.
+  std::map<std::pair<std::string, std::string>, CriticalPathEntry> by_name;
+  auto add = [&](int r, int op, const std::string& kind, Seconds time) {
+    CriticalPathEntry& e = by_name[{fold_indices(name_of(r, op)), kind}];
+    e.count += 1;
+    e.time += time;
+  };
+  const Seconds launch = t.launch.cpu_launch;
+  OpId at = -1;       // the op the walk is at (its end is the current time), -1: on the CPU chain
+  int cpu_rank = rank, cpu_op = -1;   // the CPU chain position (op cpu_op included)
+
+  // Start: the last stream op to finish on the slowest rank, or its CPU if that ends later.
+  Seconds latest = ranks[static_cast<std::size_t>(rank)].cpu;
+  cpu_op = static_cast<int>(program(rank).ops.size()) - 1;
+  for (int s = 0; s < stream_count(rank); ++s) {
+    const StreamState& st = stream(rank, s);
+    if (st.last >= 0 && st.last_end >= latest) {
+      latest = st.last_end;
+      at = st.last;
+    }
+  }
+  while (true) {
+    if (at >= 0) {
+      const auto [r, op] = locate(at);
+      const Op& o = program(r).ops[static_cast<std::size_t>(op)];
+      const char* kind = workloads::to_string(o.kind);
+      OpId cause_of = at;   // the op whose start the walk follows next
+      Seconds time = end[static_cast<std::size_t>(at)] - start[static_cast<std::size_t>(at)];
+      if (is_communication(o.kind)) {
+        const Instance& in = instances[static_cast<std::size_t>(instance_of(r, op))];
+        time = end[static_cast<std::size_t>(at)] - in.begin;
+        cause_of = in.last;
+      }
+      const OpId cause = pred[static_cast<std::size_t>(cause_of)];
+      if (cause >= 0) time += start[static_cast<std::size_t>(cause_of)] - end[static_cast<std::size_t>(cause)];
+      if (o.kind != OpKind::record && o.kind != OpKind::wait) add(r, op, kind, time);
+      if (cause >= 0) {
+        at = cause;
+        continue;
+      }
+      std::tie(cpu_rank, cpu_op) = locate(cause_of);
+      at = -1;
+    }
+    // The CPU chain: costs back to the previous sync that had to wait, or to the start.
+    const std::vector<Op>& ops = program(cpu_rank).ops;
+    for (; cpu_op >= 0; --cpu_op) {
+      const Op& o = ops[static_cast<std::size_t>(cpu_op)];
+      if (o.kind == OpKind::cpu) {
+        add(cpu_rank, cpu_op, "cpu", o.duration);
+      } else if (o.kind == OpKind::sync) {
+        const OpId cause = pred[static_cast<std::size_t>(id(cpu_rank, cpu_op))];
+        if (cause >= 0) {
+          at = cause;
+          break;
+        }
+      } else if (o.kind != OpKind::record && o.kind != OpKind::wait) {
+        add(cpu_rank, cpu_op, "launch", launch);
+      }
+    }
+    if (at < 0) break;
+  }
+  std::vector<CriticalPathEntry> entries;
+  for (auto& [key, entry] : by_name) {
+    entry.name = key.first;
+    entry.kind = key.second;
+    entries.push_back(std::move(entry));
+  }
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const CriticalPathEntry& a, const CriticalPathEntry& b) { return a.time > b.time; });
+  return entries;
+}
+
+// --- ReplayCore -------------------------------------------------------------------------------
+
+ReplayCore::ReplayCore(const workloads::Trace& trace, const Placement& placement, ReplayPlan& plan)
+    : trace_(trace), placement_(placement), plan_(plan), impl_(std::make_unique<Impl>(trace, plan)) {
+  schedule_starts_.assign(plan.schedules().size(), 0);
+}
+
+ReplayCore::~ReplayCore() = default;
+
+void ReplayCore::run(ReplayBackend& backend) {
+  Impl& m = *impl_;
+  m.backend = &backend;
+  m.starts = &schedule_starts_;
+  for (const auto& planned : plan_.schedules()) backend.declare(planned->schedule, planned->placement);
+  ReplayBackend::Callbacks callbacks;
+  callbacks.woken = [&m](ReplayBackend::Token, Seconds) {
+    for (int rank = 0; rank < m.t.ranks; ++rank) m.push(rank, -1);
+    m.drain();
+  };
+  callbacks.member_done = [&m](ReplayBackend::Token token, int member, Seconds now) {
+    m.member_done(token, member, now);
+    m.drain();
+  };
+  backend.wake_at(0, 0);
+  backend.run(callbacks);
+  for (int rank = 0; rank < trace_.ranks; ++rank)
+    if (!m.finished(rank)) m.deadlock();
+}
+
+Prediction ReplayCore::prediction() const {
+  const Impl& m = *impl_;
+  Prediction p;
+  p.ranks = trace_.ranks;
+  p.rank_time.resize(static_cast<std::size_t>(trace_.ranks));
+  for (int rank = 0; rank < trace_.ranks; ++rank) {
+    p.rank_time[static_cast<std::size_t>(rank)] = m.rank_time(rank);
+    if (p.rank_time[static_cast<std::size_t>(rank)] > p.iteration_time) {
+      p.iteration_time = p.rank_time[static_cast<std::size_t>(rank)];
+      p.slowest_rank = rank;
+    }
+  }
+  std::vector<std::tuple<Seconds, Seconds, int>> scratch;
+  for (int rank = 0; rank < trace_.ranks; ++rank) {
+    const Breakdown b = m.breakdown(rank, p.iteration_time, scratch);
+    p.breakdown.compute += b.compute / trace_.ranks;
+    p.breakdown.communication += b.communication / trace_.ranks;
+    p.breakdown.exposed_communication += b.exposed_communication / trace_.ranks;
+    p.breakdown.idle += b.idle / trace_.ranks;
+    if (rank == p.slowest_rank) p.slowest_rank_breakdown = b;
+  }
+  p.critical_path = m.critical_path(p.slowest_rank);
+  p.ops_replayed = m.op_base.back();
+  return p;
+}
+
+Seconds ReplayCore::start(int rank, int op) const { return impl_->start[static_cast<std::size_t>(impl_->id(rank, op))]; }
+Seconds ReplayCore::end(int rank, int op) const { return impl_->end[static_cast<std::size_t>(impl_->id(rank, op))]; }
+
+int ReplayCore::meeting_count() const { return static_cast<int>(impl_->instances.size()); }
+
+ReplayCore::Meeting ReplayCore::meeting(int instance) const {
+  const Instance& in = impl_->instances[static_cast<std::size_t>(instance)];
+  Meeting meeting;
+  meeting.schedule = in.schedule;
+  meeting.begin = in.begin;
+  meeting.group = in.group;
+  meeting.ordinal = in.ordinal;
+  meeting.members = in.members;
+  return meeting;
+}
+
+std::pair<int, int> ReplayCore::meeting_member(int instance, int member) const {
+  return impl_->member(impl_->instances[static_cast<std::size_t>(instance)], member);
+}
+
+int ReplayCore::meeting_of(int rank, int op) const { return impl_->instance_of(rank, op); }
+
+}  // namespace stepsim::sim

@@ -1,0 +1,191 @@
+#pragma once
+/// @file The engine-independent replay: what each op of a Trace costs (ReplayPlan) and the
+/// state machine that executes the trace's model on a ReplayBackend (ReplayCore). Internal to
+/// sim/ (replay.cpp, timeline.cpp and their tests).
+///
+/// Contract: ReplayCore executes exactly the model of workloads/trace.hpp on a trace that
+/// passed workloads::validate (indices in range); it still detects what makes a valid-looking
+/// trace unable to finish (a member that never reaches a collective, a recv without a send,
+/// cycles through collectives, p2p and events) and throws ConfigError naming the blocked ranks
+/// and ops instead of hanging. Times are those the backend reports for communication; all
+/// else is max-plus arithmetic on them, so the same trace and backend give the same result bit
+/// for bit.
+///
+/// How it runs. Everything that does not involve the network is computed eagerly, in dataflow
+/// order: a rank's CPU issues ops until a `sync` whose target has not finished, a stream runs
+/// its issued ops until one waits on something unfinished (a collective or send/recv in
+/// progress, a `wait` whose record has not fired). Only communication goes through the
+/// backend: when the last member of a collective (or the second side of a send/recv) reaches
+/// it, the core starts its schedule at that member's arrival time, and `member_done` resumes
+/// each member's stream. Every time computed in a callback at `now` is >= now, so the
+/// backend's no-past-requests rule holds; the backend's clock only orders the communication.
+///
+/// Details the trace model leaves open, as implemented: a GPU op is issued when its launch
+/// call returns (CPU time + cpu_launch); `kernel_gap` counts from the end of the stream's
+/// previous op of any kind and does not apply to a stream's first op; a collective or
+/// send/recv occupies its stream from when the stream reached it (waiting for late peers
+/// included) until the backend reports this member done; a collective on a one-rank subgroup
+/// has nothing to move and completes when reached (NCCL's in-place case); `sync` on an event with no record
+/// issued before it returns at once (cudaEventSynchronize on an unrecorded event).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "models/compute/kernel.hpp"
+#include "sim/engine.hpp"
+#include "sim/prediction.hpp"
+#include "sim/replay_backend.hpp"
+#include "workloads/trace.hpp"
+
+namespace stepsim::sim {
+
+/// @brief A lowered schedule and the platform GPUs of its ranks (stable address: the backend
+/// keeps references to `schedule` and `placement`).
+struct PlannedSchedule {
+  PlannedSchedule(int id_, models::Schedule schedule_, platforms::Allocation allocation_,
+                  const platforms::Platform& platform)
+      : id(id_), schedule(std::move(schedule_)), allocation(std::move(allocation_)), placement{platform, allocation} {}
+  PlannedSchedule(const PlannedSchedule&) = delete;
+  PlannedSchedule& operator=(const PlannedSchedule&) = delete;
+
+  int id;                              ///< index in ReplayPlan::schedules()
+  models::Schedule schedule;
+  platforms::Allocation allocation;    ///< platform GPUs of the schedule's ranks, in rank order
+  Placement placement;                 ///< {platform, allocation}
+};
+
+/// @brief The prices of what a trace runs: kernels (models::kernel_cost on the platform's GPU),
+/// memcpys, and every collective and send/recv lowered once per distinct kind.
+///
+/// Contract: collectives are lowered by their call's algorithm on the platform GPUs of the
+/// subgroup (in subgroup order), once per (distinct call, subgroup): calls equal as
+/// CollectiveCall share a schedule, so a trace with one call per layer still lowers each size
+/// once. A send/recv of `bytes` is a two-rank `sendrecv` schedule (algorithm "direct") with the
+/// single transfer sender -> receiver, once per (sender, receiver, bytes). A device-to-device
+/// memcpy reads and writes HBM: 2 bytes / hbm_bandwidth. A host copy crosses the platform route
+/// between the GPU and the CPU of its socket: route latency + bytes / route bandwidth; a
+/// platform without a CPU vertex is a ConfigError naming the op.
+class ReplayPlan {
+ public:
+  ReplayPlan(const workloads::Trace& trace, const Placement& placement);
+
+  /// @brief Schedule of collective call `call` (Trace::collectives index) on subgroup
+  /// `subgroup` of its group; lowers it on first use.
+  const PlannedSchedule& collective(int call, int subgroup);
+  /// @brief Schedule of a send/recv of `bytes` from global rank `sender` to `receiver`.
+  const PlannedSchedule& p2p(int sender, int receiver, Bytes bytes);
+  const std::vector<std::unique_ptr<PlannedSchedule>>& schedules() const { return schedules_; }
+
+  const models::KernelCost& kernel(int index) const { return kernels_[static_cast<std::size_t>(index)]; }
+  /// @brief Device time of a kernel or memcpy op run by `rank`; CPU time of a cpu op.
+  Seconds duration(int rank, const workloads::Op& op) const;
+
+ private:
+  struct HostRoute {
+    Seconds latency = 0;
+    BytesPerSecond bandwidth = 0;
+  };
+  const HostRoute& host_route(int rank, const workloads::Op& op) const;
+  const PlannedSchedule& add(models::Schedule schedule, platforms::Allocation allocation);
+
+  const workloads::Trace& trace_;
+  const Placement& placement_;
+  std::vector<models::KernelCost> kernels_;
+  std::vector<int> canonical_call_;                          ///< call -> lowest equal call
+  std::map<std::pair<int, int>, const PlannedSchedule*> by_call_;            ///< (canonical call, subgroup)
+  std::map<std::tuple<int, int, Bytes>, const PlannedSchedule*> by_pair_;    ///< (sender, receiver, bytes)
+  std::vector<std::unique_ptr<PlannedSchedule>> schedules_;
+  /// Per rank {to host, from host}; filled only when the trace copies to or from the host.
+  std::vector<std::pair<HostRoute, HostRoute>> host_;
+};
+
+/// @brief The replay state machine (see the file comment).
+class ReplayCore {
+ public:
+  /// @brief Sets up the instance tables (which ops of which ranks meet in which collective or
+  /// send/recv) and asks `plan` for every instance's schedule. Throws ConfigError for
+  /// matched collectives that differ (as CollectiveCall) or matched send/recv of different sizes.
+  ReplayCore(const workloads::Trace& trace, const Placement& placement, ReplayPlan& plan);
+  ~ReplayCore();
+  ReplayCore(const ReplayCore&) = delete;
+  ReplayCore& operator=(const ReplayCore&) = delete;
+
+  /// @brief Declares the plan's schedules to `backend` and runs the iteration to its end.
+  /// Throws ConfigError listing the blocked ranks and ops when it cannot finish.
+  void run(ReplayBackend& backend);
+
+  /// @brief After run: iteration and rank times, breakdowns, critical path and ops replayed
+  /// (links, engine and notes are the caller's).
+  Prediction prediction() const;
+  /// @brief After run: started instances per PlannedSchedule::id (for link usage).
+  const std::vector<std::int64_t>& schedule_starts() const { return schedule_starts_; }
+
+  // Read access for the timeline (after run).
+  const workloads::Trace& trace() const { return trace_; }
+  const Placement& placement() const { return placement_; }
+  const ReplayPlan& plan() const { return plan_; }
+  /// @brief When op `op` of `rank` started on its stream (collective, send, recv: when the
+  /// stream reached it) and finished; cpu and sync ops: their CPU interval.
+  Seconds start(int rank, int op) const;
+  Seconds end(int rank, int op) const;
+  /// @brief Calls f(op, begin, end) for every op in `rank`'s CPU order with the CPU interval it
+  /// takes: launch calls of GPU ops, cpu ops, syncs (blocked time), zero for record / wait.
+  template <class F>
+  void for_each_cpu_interval(int rank, F&& f) const;
+
+  /// @brief A collective or send/recv instance as the timeline shows it.
+  struct Meeting {
+    const PlannedSchedule* schedule = nullptr;   ///< null for a one-rank collective
+    Seconds begin = 0;            ///< when the schedule started (last member's arrival)
+    int group = -1;               ///< Trace::groups index, -1 for send/recv
+    int ordinal = 0;              ///< k: the k-th on its group (send/recv: on its rank pair)
+    int members = 0;
+  };
+  int meeting_count() const;
+  Meeting meeting(int instance) const;
+  /// @brief (rank, op index) of schedule member `member` of an instance.
+  std::pair<int, int> meeting_member(int instance, int member) const;
+  /// @brief Instance of a collective / send / recv op of `rank`.
+  int meeting_of(int rank, int op) const;
+
+ private:
+  struct Impl;
+  const workloads::Trace& trace_;
+  const Placement& placement_;
+  ReplayPlan& plan_;
+  std::unique_ptr<Impl> impl_;
+  std::vector<std::int64_t> schedule_starts_;
+};
+
+template <class F>
+void ReplayCore::for_each_cpu_interval(int rank, F&& f) const {
+  const workloads::Program& program = trace_.program(rank);
+  // Recomputed from the stored cpu and sync intervals with the same additions the run made,
+  // so the launch intervals are exactly those the run saw.
+  Seconds cpu = 0;
+  for (int i = 0; i < static_cast<int>(program.ops.size()); ++i) {
+    switch (program.ops[static_cast<std::size_t>(i)].kind) {
+      case workloads::OpKind::cpu:
+      case workloads::OpKind::sync:
+        f(i, start(rank, i), end(rank, i));
+        cpu = end(rank, i);
+        break;
+      case workloads::OpKind::record:
+      case workloads::OpKind::wait:
+        f(i, cpu, cpu);
+        break;
+      default: {
+        const Seconds begin = cpu;
+        cpu += trace_.launch.cpu_launch;
+        f(i, begin, cpu);
+      }
+    }
+  }
+}
+
+}  // namespace stepsim::sim

@@ -1,0 +1,142 @@
+#include "sim/schedule_flows.hpp"
+
+#include <algorithm>
+
+namespace stepsim::sim {
+
+ScheduleFlows::ScheduleFlows(const PreparedSchedule& prepared, std::vector<int> endpoint_hosts)
+    : prepared_(prepared), endpoint_hosts_(std::move(endpoint_hosts)) {
+  involvements_.resize(prepared_.pairs());
+  endpoint_steps_.assign(prepared_.endpoints(), 0);
+  std::vector<std::int64_t> involvements_so_far(prepared_.pairs(), 0);
+  std::vector<int> count(prepared_.pairs(), 0);
+  std::uint64_t tag = 0;
+  for (int r = 0; r < static_cast<int>(prepared_.rounds().size()); ++r) {
+    const PreparedRound& round = prepared_.rounds()[r];
+    RoundIndex index;
+    index.first_tag = tag;
+    tag += static_cast<std::uint64_t>(round.repeat) * round.steps.size();
+    const int n = static_cast<int>(round.steps.size());
+    index.send_order.resize(n);
+    for (int s = 0; s < n; ++s) index.send_order[s] = s;
+    std::stable_sort(index.send_order.begin(), index.send_order.end(), [&](int a, int b) {
+      return round.steps[a].src_pair < round.steps[b].src_pair;
+    });
+
+    std::vector<int> touched;
+    for (const PreparedStep& step : round.steps) {
+      endpoint_steps_[step.src] += round.repeat;
+      endpoint_steps_[step.dst] += round.repeat;
+      for (int pair : {step.src_pair, step.dst_pair})
+        if (count[pair]++ == 0) touched.push_back(pair);
+    }
+    for (int pair : touched) {
+      Involvement inv;
+      inv.round = r;
+      inv.first = involvements_so_far[pair];
+      inv.count = count[pair];
+      involvements_[pair].push_back(inv);
+      involvements_so_far[pair] += round.repeat;
+      count[pair] = 0;
+    }
+    for (int k = 0; k < n;) {
+      const int pair = round.steps[index.send_order[k]].src_pair;
+      int end = k;
+      while (end < n && round.steps[index.send_order[end]].src_pair == pair) ++end;
+      Involvement& inv = involvements_[pair].back();
+      inv.send_begin = k;
+      inv.send_end = end;
+      k = end;
+    }
+    index.src_first.resize(n);
+    index.dst_first.resize(n);
+    for (int s = 0; s < n; ++s) {
+      index.src_first[s] = involvements_[round.steps[s].src_pair].back().first;
+      index.dst_first[s] = involvements_[round.steps[s].dst_pair].back().first;
+    }
+    rounds_.push_back(std::move(index));
+  }
+  total_steps_ = tag;
+}
+
+ScheduleFlows::Instance::Instance(const ScheduleFlows& flows, SimgridNetwork& network, std::uint64_t tag_base,
+                                  Seconds start)
+    : flows_(flows),
+      network_(network),
+      tag_base_(tag_base),
+      start_(start),
+      pairs_(flows.prepared_.pairs()),
+      remaining_(flows.endpoint_steps_),
+      finish_(flows.prepared_.endpoints(), start + flows.prepared_.launch_latency()) {}
+
+void ScheduleFlows::Instance::start() {
+  const Seconds ready = start_ + flows_.prepared_.launch_latency();
+  for (int pair = 0; pair < flows_.prepared_.pairs(); ++pair) advance(pair, ready);
+}
+
+/// @brief Moves `pair` past every fully finished involvement, issuing the sends of each
+/// involvement it reaches.
+void ScheduleFlows::Instance::advance(int pair, Seconds now) {
+  PairState& state = pairs_[pair];
+  const std::vector<Involvement>& involvements = flows_.involvements_[pair];
+  while (state.cursor < involvements.size()) {
+    const Involvement& inv = involvements[state.cursor];
+    if (!state.sends_issued) {
+      state.sends_issued = true;
+      issue_sends(pair, state.rep, now);
+    }
+    if (state.done.empty() || state.done.front() < inv.count) return;
+    state.done.pop_front();
+    state.sends_issued = false;
+    if (++state.rep == flows_.prepared_.rounds()[inv.round].repeat) {
+      state.rep = 0;
+      ++state.cursor;
+    }
+  }
+}
+
+void ScheduleFlows::Instance::issue_sends(int pair, int rep, Seconds now) {
+  const PreparedSchedule& prepared = flows_.prepared_;
+  const Involvement& inv = flows_.involvements_[pair][pairs_[pair].cursor];
+  const PreparedRound& round = prepared.rounds()[inv.round];
+  const RoundIndex& index = flows_.rounds_[inv.round];
+  for (int k = inv.send_begin; k < inv.send_end; ++k) {
+    const int s = index.send_order[k];
+    const PreparedStep& step = round.steps[s];
+    const std::uint64_t tag = index.first_tag + static_cast<std::uint64_t>(rep) * round.steps.size() + s;
+    network_.start_flow(now + prepared.step_latency(step), flows_.endpoint_hosts_[step.src],
+                        flows_.endpoint_hosts_[step.dst], flow_bytes(prepared, step), tag_base_ + tag);
+  }
+}
+
+void ScheduleFlows::Instance::flow_done(std::uint64_t tag, Seconds now,
+                                        const std::function<void(int endpoint)>& endpoint_done) {
+  ++finished_steps_;
+  tag -= tag_base_;
+  // Rounds are few; find the one holding this tag.
+  const auto it = std::upper_bound(flows_.rounds_.begin(), flows_.rounds_.end(), tag,
+                                   [](std::uint64_t t, const RoundIndex& r) { return t < r.first_tag; });
+  const int r = static_cast<int>(it - flows_.rounds_.begin()) - 1;
+  const PreparedRound& round = flows_.prepared_.rounds()[r];
+  const std::uint64_t offset = tag - flows_.rounds_[r].first_tag;
+  const int rep = static_cast<int>(offset / round.steps.size());
+  const int s = static_cast<int>(offset % round.steps.size());
+  const PreparedStep& step = round.steps[s];
+  for (int endpoint : {step.src, step.dst}) {
+    finish_[endpoint] = std::max(finish_[endpoint], now);
+    if (--remaining_[endpoint] == 0 && endpoint_done) endpoint_done(endpoint);
+  }
+  mark_done(step.src_pair, flows_.rounds_[r].src_first[s] + rep, now);
+  mark_done(step.dst_pair, flows_.rounds_[r].dst_first[s] + rep, now);
+}
+
+void ScheduleFlows::Instance::mark_done(int pair, std::int64_t involvement, Seconds now) {
+  PairState& state = pairs_[pair];
+  const std::int64_t base = flows_.involvements_[pair][state.cursor].first + state.rep;
+  const auto slot = static_cast<std::size_t>(involvement - base);
+  if (state.done.size() <= slot) state.done.resize(slot + 1, 0);
+  ++state.done[slot];
+  advance(pair, now);
+}
+
+}  // namespace stepsim::sim

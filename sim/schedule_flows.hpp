@@ -1,0 +1,113 @@
+#pragma once
+/// @file A schedule's steps as SimGrid flows, issued by the dependency rule of
+/// models/schedule.hpp: the one implementation that the event engine and the event replay
+/// backend share.
+///
+/// Contract: ScheduleFlows indexes one PreparedSchedule once; each Instance is one run of it
+/// from a start time, issuing its flows into a SimgridNetwork shared with any number of other
+/// instances (of this or other schedules), each flow tagged `tag_base + k` with k below
+/// tag_count(). Steps are issued lazily as they become ready (a 1024-rank ring allreduce is
+/// ~2 M steps; only those in flight exist at a time).
+///
+/// Dependencies are tracked per (endpoint, channel) pair. A pair's *involvements* are the
+/// expanded rounds it sends or receives in, numbered 0, 1, ... in round order. A pair issues
+/// the sends of involvement j exactly when all its involvements < j have finished, which is
+/// the contract's rule (a step starts when its source's steps of earlier rounds finished).
+///
+/// Cost mapping (equivalent to the analytical formula when nothing is shared): the flow of a
+/// step starts `step_latency + route.latency` after the step is ready (latency as a delayed
+/// start rather than SimGrid link latency, which would skew max-min shares by 1 / latency;
+/// see simgrid_network.hpp) and moves `wire_bytes / protocol.efficiency` through the route's
+/// links, whose capacities are the platform's. Alone, (b / e) / B = b / (e B), the cost
+/// contract's time. Shared, a low-efficiency flow takes more of a link than its payload,
+/// which is what NCCL's LL protocol does (it sends a flag with every 4 bytes of data);
+/// scaling bytes rather than link capacities lets schedules of different protocols share one
+/// network. The per-step cap is the route's job (PlatformNetwork: cap / efficiency, so a
+/// capped lone step takes wire_bytes / cap).
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include "sim/prepared_schedule.hpp"
+#include "sim/simgrid_network.hpp"
+
+namespace stepsim::sim {
+
+class ScheduleFlows {
+ public:
+  /// @param endpoint_hosts  network host of each endpoint; the routes between the hosts of
+  /// every step are already in the network (PlatformNetwork).
+  ScheduleFlows(const PreparedSchedule& prepared, std::vector<int> endpoint_hosts);
+
+  const PreparedSchedule& prepared() const { return prepared_; }
+  /// @brief Tags (expanded steps) one instance uses.
+  std::uint64_t tag_count() const { return total_steps_; }
+  /// @brief Expanded steps in which `endpoint` sends or receives.
+  std::int64_t endpoint_steps(int endpoint) const { return endpoint_steps_[endpoint]; }
+  /// @brief Bytes a step's flow moves: wire bytes over the protocol's efficiency.
+  static Bytes flow_bytes(const PreparedSchedule& prepared, const PreparedStep& step) {
+    return step.wire_bytes / prepared.protocol().efficiency;
+  }
+
+  /// @brief One run of the schedule, its steps issued from `start + launch_latency` on.
+  class Instance {
+   public:
+    Instance(const ScheduleFlows& flows, SimgridNetwork& network, std::uint64_t tag_base, Seconds start);
+    /// @brief Issues the steps that are ready at the start.
+    void start();
+    /// @brief The flow tagged `tag` (of this instance) finished at `now`: issues what became
+    /// ready and calls `endpoint_done(endpoint)` for each endpoint whose last step it was.
+    void flow_done(std::uint64_t tag, Seconds now, const std::function<void(int endpoint)>& endpoint_done);
+    const ScheduleFlows& flows() const { return flows_; }
+    bool finished() const { return finished_steps_ == flows_.total_steps_; }
+    /// @brief Per endpoint, when its last step finished (start + launch_latency when it has none).
+    const std::vector<Seconds>& finish() const { return finish_; }
+
+   private:
+    /// The pair's earliest unfinished involvement, `base`, is repetition `rep` of
+    /// involvements[cursor]; later ones may already have finished steps (receives).
+    struct PairState {
+      std::size_t cursor = 0;
+      int rep = 0;
+      bool sends_issued = false;   ///< sends of `base` issued
+      std::deque<int> done;        ///< finished steps of involvements base, base + 1, ...
+    };
+
+    void advance(int pair, Seconds now);
+    void issue_sends(int pair, int rep, Seconds now);
+    void mark_done(int pair, std::int64_t involvement, Seconds now);
+
+    const ScheduleFlows& flows_;
+    SimgridNetwork& network_;
+    std::uint64_t tag_base_;
+    Seconds start_;
+    std::vector<PairState> pairs_;
+    std::vector<std::int64_t> remaining_;   ///< per endpoint, steps not finished yet
+    std::vector<Seconds> finish_;
+    std::uint64_t finished_steps_ = 0;
+  };
+
+ private:
+  struct Involvement {
+    int round = 0;
+    std::int64_t first = 0;      ///< involvement index of the round's first repetition
+    int count = 0;               ///< steps of one repetition that send or receive here
+    int send_begin = 0, send_end = 0;   ///< this pair's sends: range of rounds_[round].send_order
+  };
+  struct RoundIndex {
+    std::vector<int> send_order;            ///< step indices grouped by source pair
+    std::vector<std::int64_t> src_first;    ///< per step: Involvement::first at its source
+    std::vector<std::int64_t> dst_first;
+    std::uint64_t first_tag = 0;            ///< tag of (repetition 0, step 0)
+  };
+
+  const PreparedSchedule& prepared_;
+  std::vector<int> endpoint_hosts_;
+  std::vector<std::vector<Involvement>> involvements_;   ///< per pair, in round order
+  std::vector<RoundIndex> rounds_;
+  std::vector<std::int64_t> endpoint_steps_;
+  std::uint64_t total_steps_ = 0;
+};
+
+}  // namespace stepsim::sim

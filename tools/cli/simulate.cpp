@@ -1,0 +1,176 @@
+// `stepsim simulate`: one training iteration of a workload on a platform, replayed on an
+// engine; reports the iteration time, where it went, the critical path and the busiest links.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "platforms/config_error.hpp"
+#include "sim/replay.hpp"
+#include "tools/cli/commands.hpp"
+#include "workloads/workload.hpp"
+
+namespace stepsim::cli {
+namespace {
+
+struct SimulateArgs {
+  PlatformArgs platform;
+  std::string workload;
+  std::string engine = "analytical";
+  std::string timeline;
+  std::string format = "text";
+  int top = 10;
+};
+
+/// `-p workload.KEY=VALUE` goes to the workload, every other `-p` to the platform: one flag
+/// and one dotted-path namespace for sweeps.
+std::vector<std::string> take_workload_overrides(std::vector<std::string>& overrides) {
+  static const std::string prefix = "workload.";
+  std::vector<std::string> workload;
+  std::erase_if(overrides, [&](const std::string& o) {
+    if (o.rfind(prefix, 0) != 0) return false;
+    workload.push_back(o.substr(prefix.size()));
+    return true;
+  });
+  return workload;
+}
+
+nlohmann::json breakdown_json(const sim::Breakdown& b) {
+  return {{"compute_s", b.compute},
+          {"communication_s", b.communication},
+          {"exposed_communication_s", b.exposed_communication},
+          {"idle_s", b.idle}};
+}
+
+struct Report {
+  const SimulateArgs& args;
+  const platforms::Platform& platform;
+  int nodes;
+  const workloads::Trace& trace;
+  const sim::Prediction& prediction;
+
+  double throughput() const { return trace.work.items_per_rank / prediction.iteration_time; }
+  double mfu() const {
+    const double peak = models::peak_flops(platform.gpu(), models::Dtype::bf16);
+    return peak > 0 ? trace.work.model_flops_per_rank / prediction.iteration_time / peak : 0;
+  }
+  /// The replay's notes start with the trace's.
+  const std::vector<std::string>& notes() const { return prediction.notes; }
+  std::vector<sim::LinkReport> busiest_links() const {
+    std::vector<sim::LinkReport> links = prediction.links;
+    std::stable_sort(links.begin(), links.end(),
+                     [](const auto& a, const auto& b) { return a.utilisation > b.utilisation; });
+    if (static_cast<int>(links.size()) > args.top) links.resize(args.top);
+    return links;
+  }
+
+  nlohmann::json json() const {
+    const sim::Prediction& p = prediction;
+    nlohmann::json path = nlohmann::json::array();
+    for (const auto& e : p.critical_path)
+      path.push_back({{"name", e.name}, {"kind", e.kind}, {"count", e.count}, {"time_s", e.time}});
+    nlohmann::json links = nlohmann::json::array();
+    for (const auto& l : p.links)
+      links.push_back({{"link", l.link}, {"name", l.name}, {"type", l.type}, {"bytes_forward", l.bytes_forward},
+                       {"bytes_backward", l.bytes_backward}, {"utilisation", l.utilisation}});
+    nlohmann::json j = {{"platform", platform.name()},
+                        {"workload", trace.origin},
+                        {"engine", p.engine},
+                        {"ranks", p.ranks},
+                        {"nodes", nodes},
+                        {"iteration_time_s", p.iteration_time},
+                        {"breakdown", breakdown_json(p.breakdown)},
+                        {"slowest_rank", p.slowest_rank},
+                        {"slowest_rank_breakdown", breakdown_json(p.slowest_rank_breakdown)},
+                        {"critical_path", path},
+                        {"links", links},
+                        {"ops_replayed", p.ops_replayed},
+                        {"notes", notes()}};
+    if (trace.work.items_per_rank > 0) {
+      j["throughput"] = {{"item", trace.work.item}, {"per_gpu_per_s", throughput()}};
+    }
+    if (trace.work.model_flops_per_rank > 0) j["mfu_bf16"] = mfu();
+    return j;
+  }
+
+  void text(std::ostream& out) const {
+    const sim::Prediction& p = prediction;
+    const auto share = [&](Seconds t) { return 100.0 * t / p.iteration_time; };
+    out << fmt::format("{} on {}: {} ranks on {} node(s), {} engine\n", trace.origin, platform.name(), p.ranks,
+                       nodes, p.engine);
+    out << fmt::format("iteration time          {:>12.6f} s\n", p.iteration_time);
+    if (trace.work.items_per_rank > 0)
+      out << fmt::format("throughput              {:>12.1f} {}/s per GPU\n", throughput(), trace.work.item);
+    if (trace.work.model_flops_per_rank > 0)
+      out << fmt::format("model FLOPs utilisation {:>11.1f} % of dense bf16 peak\n", 100 * mfu());
+    out << "breakdown (mean over ranks):\n";
+    const sim::Breakdown& b = p.breakdown;
+    out << fmt::format("  compute                {:>12.6f} s  {:5.1f} %\n", b.compute, share(b.compute));
+    out << fmt::format("  communication          {:>12.6f} s  {:5.1f} %\n", b.communication, share(b.communication));
+    out << fmt::format("  exposed communication  {:>12.6f} s  {:5.1f} %\n", b.exposed_communication,
+                       share(b.exposed_communication));
+    out << fmt::format("  idle                   {:>12.6f} s  {:5.1f} %\n", b.idle, share(b.idle));
+    out << fmt::format("slowest rank {} ({:.6f} s)\n", p.slowest_rank, p.iteration_time);
+    out << "critical path (time by op name):\n";
+    const int path_rows = std::min<int>(args.top, static_cast<int>(p.critical_path.size()));
+    std::size_t width = 28;
+    for (int i = 0; i < path_rows; ++i) width = std::max(width, p.critical_path[i].name.size());
+    for (int i = 0; i < path_rows; ++i) {
+      const auto& e = p.critical_path[i];
+      out << fmt::format("  {:<{}} {:<10} x{:<6} {:>12.6f} s  {:5.1f} %\n", e.name, width, e.kind, e.count, e.time,
+                         share(e.time));
+    }
+    const auto links = busiest_links();
+    if (!links.empty()) out << "busiest links:\n";
+    for (const auto& l : links)
+      out << fmt::format("  {:<28} {:<8} {:>10.3f} GB fwd {:>10.3f} GB bwd  {:5.1f} % busy\n", l.name, l.type,
+                         l.bytes_forward / kGB, l.bytes_backward / kGB, 100 * l.utilisation);
+    for (const std::string& note : notes()) out << "note: " << note << "\n";
+  }
+};
+
+}  // namespace
+
+Action add_simulate_command(CLI::App& command) {
+  auto args = std::make_shared<SimulateArgs>();
+  add_platform_options(command, args->platform);
+  command.add_option("workload", args->workload,
+                     "Workload preset name (see `stepsim presets`), workload YAML or JSON trace file")
+      ->required();
+  command.add_option("--engine", args->engine, "analytical (closed form) or event (SimGrid, link contention)")
+      ->check(CLI::IsMember({"analytical", "event"}));
+  command.add_option("--timeline", args->timeline, "Write a Chrome-trace / Perfetto JSON timeline to FILE");
+  command.add_option("--top", args->top, "Rows of critical path and links to print")->check(CLI::PositiveNumber);
+  add_format_option(command, args->format);
+  command.footer("-p workload.KEY=VALUE overrides a workload key, e.g. -p workload.fsdp.strategy=HYBRID_SHARD;\n"
+                 "other -p keys override the platform.");
+  return [args] {
+    std::vector<std::string> workload_overrides = take_workload_overrides(args->platform.options.overrides);
+    platforms::Platform platform = platforms::load_platform(args->platform.platform, args->platform.options);
+    platforms::Allocation allocation = platforms::parse_allocation(args->platform.gpus, platform);
+    const workloads::JobContext job{platform, allocation};
+    const workloads::Trace trace = workloads::load_workload(args->workload, job, workload_overrides);
+
+    std::ofstream timeline;
+    sim::ReplayOptions options;
+    options.engine = args->engine;
+    if (!args->timeline.empty()) {
+      timeline.open(args->timeline);
+      if (!timeline)
+        throw ConfigError("--timeline " + args->timeline, "cannot open the file for writing",
+                          "name a writable path");
+      options.timeline = &timeline;
+    }
+    const sim::Prediction prediction = sim::replay(trace, {platform, allocation}, options);
+    const Report report{*args, platform, allocation.nodes(platform), trace, prediction};
+    if (args->format == "json")
+      std::cout << report.json().dump(2) << "\n";
+    else
+      report.text(std::cout);
+    return 0;
+  };
+}
+
+}  // namespace stepsim::cli

@@ -1,0 +1,874 @@
+/// @file The DLRM generator (kind: dlrm): one hybrid-parallel training iteration per rank.
+///
+/// Model (Naumov et al., arXiv 1906.00091; sizes of MLPerf's Criteo 1TB reference in
+/// workloads/presets/dlrm-criteo-1tb.yaml): a bottom MLP over the dense features, one pooled
+/// embedding lookup per sparse feature, a feature interaction and a top MLP. Parallelism
+/// (NVIDIA DeepLearningExamples DLRM, TorchRec): embedding tables model-parallel as
+/// `sharding.plan` says, MLPs data-parallel with DDP gradient buckets, the change of layout
+/// between them an all-to-all (table- and column-wise) or a reduce-scatter / all-gather
+/// (row-wise) of pooled embeddings. docs/dlrm.md has the schema, the op sequence, and every
+/// assumption; the generator also repeats its assumptions in Trace::notes.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <numeric>
+
+#include "platforms/config_error.hpp"
+#include "workloads/generators/dlrm_sharding.hpp"
+#include "workloads/workload.hpp"
+
+namespace stepsim::workloads {
+namespace {
+
+using models::Dtype;
+using models::KernelSpec;
+using platforms::YamlReader;
+
+constexpr int kCompute = 0;         // kernels
+constexpr int kEmbeddingComm = 1;   // the all-to-all / reduce-scatter / all-gather of pooled embeddings
+constexpr int kAllreduce = 2;       // DDP's gradient buckets
+constexpr int kEmbeddingGroup = 0;  // process groups: TorchRec's sharding and DDP's are separate communicators,
+constexpr int kDenseGroup = 1;      // so an all-to-all never queues behind a gradient bucket
+
+std::string gb(Bytes bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GB", bytes / 1e9);
+  return text;
+}
+
+std::string mb(Bytes bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f MB", bytes / 1e6);
+  return text;
+}
+
+// ---------------------------------------------------------------- index reuse
+
+/// How a table's indices are drawn: `uniform` (the kernel model's own uniform-index hit rate),
+/// `zipf` (row r of E drawn with probability r^-alpha / H), or a measured reuse `histogram`.
+struct IndexDistribution {
+  std::string kind = "uniform";
+  double alpha = 0;
+  std::vector<double> histogram;
+};
+
+const models::KernelModel& embedding_model() {
+  return models::KernelModelRegistry::instance().get("embedding_forward", "the dlrm generator");
+}
+
+/// Reuse bin of a row looked up `count` >= 1 times (embedding.cpp: 1, 2, 3-4, 5-8, ...,
+/// the last bin open).
+std::size_t reuse_bin(double count, std::size_t bins) {
+  const auto j = static_cast<std::size_t>(std::ceil(std::log2(count) - 1e-9));
+  return std::min(j, bins - 1);
+}
+
+/// Adds to `mass` what `rows` rows, each looked up Binomial(lookups, p) times, contribute to
+/// the expected count of unique rows per reuse bin. The pmf is summed over mean +- 12 sd,
+/// which holds all but a negligible tail.
+void add_binomial(std::vector<double>& mass, double rows, double lookups, double p) {
+  if (p <= 0) return;
+  if (p >= 1) {
+    mass[reuse_bin(lookups, mass.size())] += rows;
+    return;
+  }
+  const double mean = lookups * p, sd = std::sqrt(mean * (1 - p));
+  const double first = std::max(1.0, std::floor(mean - 12 * sd - 5));
+  const double last = std::min(lookups, std::ceil(mean + 12 * sd + 5));
+  const double log_norm = std::lgamma(lookups + 1);
+  for (double k = first; k <= last; ++k) {
+    const double log_pmf = log_norm - std::lgamma(k + 1) - std::lgamma(lookups - k + 1) + k * std::log(p) +
+                           (lookups - k) * std::log1p(-p);
+    mass[reuse_bin(k, mass.size())] += rows * std::exp(log_pmf);
+  }
+}
+
+/// Expected reuse histogram (fractions of the unique rows per bin) of `lookups` draws from a
+/// Zipf(alpha) law over `rows` rows. Rows are independent binomials (exact for the marginals);
+/// the 1024 hottest rows are summed one by one, colder ones in geometric buckets of ratio
+/// 2^(1/32) priced at the bucket's mean probability (the integral of x^-alpha over it), so a
+/// 40M-row table costs about a thousand terms.
+std::vector<double> zipf_reuse_histogram(double rows, double alpha, double lookups, std::size_t bins) {
+  struct Bucket {
+    double rows, weight;  // rows in the bucket and the mean of r^-alpha over them
+  };
+  std::vector<Bucket> buckets;
+  const double exact = std::min(rows, 1024.0);
+  for (double r = 1; r <= exact; ++r) buckets.push_back({1, std::pow(r, -alpha)});
+  const auto integral = [alpha](double a, double b) {  // of x^-alpha from a to b
+    return alpha == 1 ? std::log(b / a) : (std::pow(b, 1 - alpha) - std::pow(a, 1 - alpha)) / (1 - alpha);
+  };
+  for (double lo = exact + 1; lo <= rows;) {
+    const double hi = std::min(rows + 1, std::max(lo + 1, std::floor(lo * std::exp2(1.0 / 32))));
+    buckets.push_back({hi - lo, integral(lo - 0.5, hi - 0.5) / (hi - lo)});
+    lo = hi;
+  }
+  double norm = 0;
+  for (const Bucket& b : buckets) norm += b.rows * b.weight;
+  std::vector<double> mass(bins, 0);
+  for (const Bucket& b : buckets) add_binomial(mass, b.rows, lookups, b.weight / norm);
+  const double unique = std::accumulate(mass.begin(), mass.end(), 0.0);
+  for (double& m : mass) m /= unique;
+  return mass;
+}
+
+/// The histogram an embedding kernel gets for a table: empty for uniform indices (the model's
+/// own hit rate), computed for Zipf, as given otherwise.
+std::vector<double> reuse_histogram(const IndexDistribution& d, double rows, double lookups) {
+  if (d.kind == "zipf") return zipf_reuse_histogram(rows, d.alpha, lookups, embedding_model().histogram_bins());
+  return d.histogram;
+}
+
+// ---------------------------------------------------------------- the workload description
+
+struct TableEntry {
+  EmbeddingTable table;
+  IndexDistribution distribution;
+};
+
+struct DlrmConfig {
+  int dense_features = 0;
+  std::vector<int> bottom_mlp;       // output widths; the input is dense_features
+  std::vector<int> top_mlp;          // output widths; the input is the interaction's output
+  int embedding_dim = 0;
+  std::string interaction = "dot";
+  std::vector<TableEntry> tables;
+  int global_batch = 0;
+  Dtype dtype = Dtype::fp32;         // GEMM math; fp16 / bf16 = AMP
+  Dtype embedding_dtype = Dtype::fp32;
+  bool cuda_graphs = false;
+  Bytes ddp_bucket = 25.0 * 1024 * 1024;
+  std::string plan = "table_wise";
+  std::string planner = "size_lookup_greedy";
+  std::uint64_t seed = 0;
+  bool bottom_on_rank0 = false;
+  Bytes memory_reserve = 2.0 * 1024 * 1024 * 1024;
+};
+
+const std::vector<std::string> kPlans = {"table_wise", "row_wise", "column_wise", "data_parallel", "auto"};
+
+class ConfigReader {
+ public:
+  ConfigReader(const YAML::Node& doc, const YamlReader& reader) : doc_(doc), r_(reader) {}
+
+  DlrmConfig read() {
+    r_.check_keys(doc_, "", {"version", "kind", "description", "model", "training", "sharding", "index_distribution"});
+    IndexDistribution distribution;
+    if (doc_["index_distribution"]) distribution = read_distribution(doc_["index_distribution"], "index_distribution");
+    read_model(r_.require(doc_, "", "model"), distribution);
+    read_training(r_.require(doc_, "", "training"));
+    if (doc_["sharding"]) read_sharding(doc_["sharding"]);
+    return c_;
+  }
+
+ private:
+  std::vector<int> read_widths(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsSequence() || node.size() == 0)
+      r_.fail(path, node, "expected a non-empty list of layer widths", "write e.g. `" + path + ": [512, 256, 128]`");
+    std::vector<int> widths;
+    for (std::size_t i = 0; i < node.size(); ++i)
+      widths.push_back(r_.get_int(node[i], path + "[" + std::to_string(i) + "]", 1));
+    return widths;
+  }
+
+  // Row counts exceed int for industrial tables: read a number and require a whole one.
+  double read_rows(const YAML::Node& node, const std::string& path) const {
+    const double rows = r_.get_number(node, path);
+    if (rows < 1 || rows != std::floor(rows))
+      r_.fail(path, node, "rows must be a whole number >= 1, got " + node.Scalar(), "write the table's hash size, e.g. 40000000");
+    return rows;
+  }
+
+  double read_pooling(const YAML::Node& node, const std::string& path) const {
+    const double pooling = r_.get_number(node, path);
+    if (!(pooling > 0))
+      r_.fail(path, node, "pooling must be > 0, got " + node.Scalar(),
+              "write the mean number of lookups per sample, e.g. 1 for one-hot features");
+    return pooling;
+  }
+
+  IndexDistribution read_distribution(const YAML::Node& node, const std::string& path) const {
+    r_.check_keys(node, path, {"kind", "alpha", "histogram"});
+    IndexDistribution d;
+    d.kind = node["kind"] ? r_.get_choice(node["kind"], path + ".kind", {"uniform", "zipf", "histogram"}) : "uniform";
+    if (node["alpha"] && d.kind != "zipf")
+      r_.fail(path + ".alpha", node["alpha"], "alpha applies only to kind: zipf", "remove alpha or write kind: zipf");
+    if (node["histogram"] && d.kind != "histogram")
+      r_.fail(path + ".histogram", node["histogram"], "a histogram applies only to kind: histogram",
+              "remove histogram or write kind: histogram");
+    if (d.kind == "zipf") {
+      const YAML::Node alpha = r_.require(node, path, "alpha");
+      d.alpha = r_.get_number(alpha, path + ".alpha");
+      if (!(d.alpha > 0)) r_.fail(path + ".alpha", alpha, "alpha must be > 0", "write e.g. alpha: 1.05");
+    }
+    if (d.kind == "histogram") {
+      const YAML::Node h = r_.require(node, path, "histogram");
+      const std::size_t bins = embedding_model().histogram_bins();
+      if (!h.IsSequence() || h.size() != bins)
+        r_.fail(path + ".histogram", h, "expected a list of " + std::to_string(bins) + " fractions",
+                "write the " + embedding_model().histogram_meaning());
+      double sum = 0;
+      for (std::size_t i = 0; i < bins; ++i) {
+        d.histogram.push_back(r_.get_number(h[i], path + ".histogram[" + std::to_string(i) + "]"));
+        sum += d.histogram.back();
+      }
+      if (std::abs(sum - 1) > 1e-3)
+        r_.fail(path + ".histogram", h, "the fractions add up to " + std::to_string(sum) + ", not 1",
+                "normalise the histogram so that its bins sum to 1");
+    }
+    return d;
+  }
+
+  void read_model(const YAML::Node& m, const IndexDistribution& distribution) {
+    r_.check_keys(m, "model", {"dense_features", "bottom_mlp", "top_mlp", "embedding_dim", "interaction", "tables"});
+    c_.dense_features = r_.get_int(r_.require(m, "model", "dense_features"), "model.dense_features", 1);
+    c_.bottom_mlp = read_widths(r_.require(m, "model", "bottom_mlp"), "model.bottom_mlp");
+    c_.top_mlp = read_widths(r_.require(m, "model", "top_mlp"), "model.top_mlp");
+    const YAML::Node dim = r_.require(m, "model", "embedding_dim");
+    c_.embedding_dim = r_.get_int(dim, "model.embedding_dim", 1);
+    if (m["interaction"]) c_.interaction = r_.get_choice(m["interaction"], "model.interaction", {"dot", "cat"});
+    read_tables(r_.require(m, "model", "tables"), distribution);
+    // Dot products need one width: the bottom MLP's output is one of the interacting vectors.
+    if (c_.interaction == "dot") {
+      if (c_.bottom_mlp.back() != c_.embedding_dim)
+        r_.fail("model.bottom_mlp", m["bottom_mlp"],
+                "the dot interaction needs the bottom MLP to end in embedding_dim (" + std::to_string(c_.embedding_dim) +
+                    "), it ends in " + std::to_string(c_.bottom_mlp.back()),
+                "make the last bottom_mlp width " + std::to_string(c_.embedding_dim) + ", or use interaction: cat");
+      for (const TableEntry& t : c_.tables)
+        if (t.table.dim != c_.embedding_dim)
+          r_.fail("model.tables", m["tables"],
+                  "table '" + t.table.name + "' has dim " + std::to_string(t.table.dim) +
+                      " but the dot interaction needs every table at embedding_dim " + std::to_string(c_.embedding_dim),
+                  "drop the per-table dim, or use interaction: cat");
+    }
+  }
+
+  // Two forms: a map {rows: [...], dim, pooling} for tables that differ only in rows, or a
+  // list of per-table maps {name, rows, dim, pooling, count, index_distribution}.
+  void read_tables(const YAML::Node& node, const IndexDistribution& distribution) {
+    const std::string path = "model.tables";
+    if (node.IsMap()) {
+      r_.check_keys(node, path, {"rows", "dim", "pooling"});
+      const YAML::Node rows = r_.require(node, path, "rows");
+      if (!rows.IsSequence() || rows.size() == 0)
+        r_.fail(path + ".rows", rows, "expected a non-empty list of row counts, one per table",
+                "write e.g. `rows: [40000000, 39060, 17295]`");
+      const int dim = node["dim"] ? r_.get_int(node["dim"], path + ".dim", 1) : c_.embedding_dim;
+      const YAML::Node pooling = node["pooling"];
+      if (pooling && pooling.IsSequence() && pooling.size() != rows.size())
+        r_.fail(path + ".pooling", pooling,
+                "lists " + std::to_string(pooling.size()) + " pooling factors for " + std::to_string(rows.size()) +
+                    " tables",
+                "give one pooling factor per table, or a single number for all");
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::string at = "[" + std::to_string(i) + "]";
+        TableEntry t{{"t" + std::to_string(i), read_rows(rows[i], path + ".rows" + at), dim, 1, 0}, distribution};
+        if (pooling)
+          t.table.pooling = pooling.IsSequence() ? read_pooling(pooling[i], path + ".pooling" + at)
+                                                 : read_pooling(pooling, path + ".pooling");
+        c_.tables.push_back(t);
+      }
+      return;
+    }
+    if (!node.IsSequence() || node.size() == 0)
+      r_.fail(path, node, "expected a list of tables or a map with a rows list",
+              "write `tables: {rows: [...], pooling: 1}` or `tables: [{rows: 1000, pooling: 20}, ...]`");
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string at = path + "[" + std::to_string(i) + "]";
+      const YAML::Node entry = node[i];
+      r_.check_keys(entry, at, {"name", "rows", "dim", "pooling", "count", "index_distribution"});
+      TableEntry t{{"", read_rows(r_.require(entry, at, "rows"), at + ".rows"),
+                    entry["dim"] ? r_.get_int(entry["dim"], at + ".dim", 1) : c_.embedding_dim,
+                    entry["pooling"] ? read_pooling(entry["pooling"], at + ".pooling") : 1.0, 0},
+                   entry["index_distribution"] ? read_distribution(entry["index_distribution"], at + ".index_distribution")
+                                               : distribution};
+      const std::string name = entry["name"] ? r_.get_string(entry["name"], at + ".name") : "t" + std::to_string(i);
+      const int count = entry["count"] ? r_.get_int(entry["count"], at + ".count", 1) : 1;
+      for (int k = 0; k < count; ++k) {
+        t.table.name = count == 1 ? name : name + "." + std::to_string(k);
+        c_.tables.push_back(t);
+      }
+    }
+  }
+
+  void read_training(const YAML::Node& t) {
+    const std::string path = "training";
+    r_.check_keys(t, path, {"global_batch", "dtype", "embedding_dtype", "optimizer", "cuda_graphs", "ddp_bucket"});
+    c_.global_batch = r_.get_int(r_.require(t, path, "global_batch"), path + ".global_batch", 1);
+    if (t["dtype"])
+      c_.dtype = models::parse_dtype(r_.get_choice(t["dtype"], path + ".dtype", {"fp32", "tf32", "fp16", "bf16"}),
+                                     r_.where(path + ".dtype", t["dtype"]));
+    if (t["embedding_dtype"])
+      c_.embedding_dtype = models::parse_dtype(
+          r_.get_choice(t["embedding_dtype"], path + ".embedding_dtype", {"fp32", "fp16", "bf16"}),
+          r_.where(path + ".embedding_dtype", t["embedding_dtype"]));
+    // SGD is what both references train with (embeddings: FBGEMM's / NVIDIA's fused sparse SGD
+    // update; MLPs: fused SGD); other optimizers would add state memory and update traffic.
+    if (t["optimizer"]) r_.get_choice(t["optimizer"], path + ".optimizer", {"sgd"});
+    if (t["cuda_graphs"]) c_.cuda_graphs = r_.get_bool(t["cuda_graphs"], path + ".cuda_graphs");
+    if (t["ddp_bucket"]) {
+      c_.ddp_bucket = r_.get_size(t["ddp_bucket"], path + ".ddp_bucket");
+      if (!(c_.ddp_bucket > 0))
+        r_.fail(path + ".ddp_bucket", t["ddp_bucket"], "the bucket size must be > 0", "write e.g. 25MiB (PyTorch's default)");
+    }
+    for (TableEntry& e : c_.tables) e.table.element_bytes = models::bytes_of(c_.embedding_dtype);
+  }
+
+  void read_sharding(const YAML::Node& s) {
+    const std::string path = "sharding";
+    r_.check_keys(s, path, {"plan", "planner", "seed", "bottom_mlp", "memory_reserve"});
+    if (s["plan"]) c_.plan = r_.get_choice(s["plan"], path + ".plan", kPlans);
+    std::vector<std::string> planners;
+    for (const PlannerInfo& p : sharding_planners()) planners.push_back(p.name);
+    // Checked whatever the plan, used only where whole tables are placed (a sweep over
+    // `sharding.plan` keeps one planner); the notes say when it is unused.
+    if (s["planner"]) c_.planner = r_.get_choice(s["planner"], path + ".planner", planners);
+    if (s["seed"]) c_.seed = static_cast<std::uint64_t>(r_.get_int(s["seed"], path + ".seed", 0));
+    if (s["bottom_mlp"]) {
+      c_.bottom_on_rank0 = r_.get_choice(s["bottom_mlp"], path + ".bottom_mlp", {"data_parallel", "rank0"}) == "rank0";
+      if (c_.bottom_on_rank0 && c_.plan != "table_wise" && c_.plan != "column_wise")
+        r_.fail(path + ".bottom_mlp", s["bottom_mlp"],
+                "bottom_mlp: rank0 sends the bottom MLP's output through the embedding all-to-all, which plan " +
+                    c_.plan + " does not have",
+                "use plan: table_wise or column_wise, or bottom_mlp: data_parallel");
+    }
+    if (s["memory_reserve"]) c_.memory_reserve = r_.get_size(s["memory_reserve"], path + ".memory_reserve");
+  }
+
+  const YAML::Node& doc_;
+  const YamlReader& r_;
+  DlrmConfig c_;
+};
+
+// ---------------------------------------------------------------- building the trace
+
+/// Interns names, kernels and collectives of the trace and shares identical programs.
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(Trace& trace) : t_(trace) {}
+
+  int name(const std::string& text) {
+    auto [it, added] = names_.emplace(text, static_cast<int>(t_.names.size()));
+    if (added) t_.names.push_back(text);
+    return it->second;
+  }
+  int kernel(KernelSpec spec, const std::string& label) {
+    models::complete_kernel(spec, t_.origin + ": generated kernel '" + label + "'");
+    return intern(t_.kernels, std::move(spec));
+  }
+  int collective(const CollectiveCall& added) {
+    // Our calls differ only in these fields (options stay default).
+    for (std::size_t i = 0; i < t_.collectives.size(); ++i) {
+      const CollectiveCall& c = t_.collectives[i];
+      if (c.op == added.op && c.bytes == added.bytes && c.group == added.group && c.root == added.root &&
+          c.algorithm == added.algorithm)
+        return static_cast<int>(i);
+    }
+    t_.collectives.push_back(added);
+    return static_cast<int>(t_.collectives.size()) - 1;
+  }
+  int program(Program program) {
+    for (std::size_t p = 0; p < t_.programs.size(); ++p)
+      if (same(t_.programs[p], program)) return static_cast<int>(p);
+    t_.programs.push_back(std::move(program));
+    return static_cast<int>(t_.programs.size()) - 1;
+  }
+
+ private:
+  static int intern(std::vector<KernelSpec>& items, KernelSpec item) {
+    for (std::size_t i = 0; i < items.size(); ++i)
+      if (items[i] == item) return static_cast<int>(i);
+    items.push_back(std::move(item));
+    return static_cast<int>(items.size()) - 1;
+  }
+  static bool same(const Program& a, const Program& b) {
+    if (a.streams != b.streams || a.events != b.events || a.ops.size() != b.ops.size()) return false;
+    for (std::size_t i = 0; i < a.ops.size(); ++i) {
+      const Op& x = a.ops[i];
+      const Op& y = b.ops[i];
+      if (x.kind != y.kind || x.stream != y.stream || x.name != y.name || x.kernel != y.kernel ||
+          x.duration != y.duration || x.collective != y.collective || x.peer != y.peer || x.bytes != y.bytes ||
+          x.memcpy != y.memcpy || x.event != y.event)
+        return false;
+    }
+    return true;
+  }
+
+  Trace& t_;
+  std::map<std::string, int> names_;
+};
+
+/// One rank's program under construction.
+class RankBuilder {
+ public:
+  explicit RankBuilder(TraceBuilder& trace) : tb_(trace) {
+    p_.streams = {"compute", "embedding_comm", "allreduce"};
+  }
+
+  void kernel(const std::string& name, KernelSpec spec) {
+    Op op;
+    op.kind = OpKind::kernel;
+    op.stream = kCompute;
+    op.name = tb_.name(name);
+    op.kernel = tb_.kernel(std::move(spec), name);
+    p_.ops.push_back(op);
+  }
+  /// `stream` records a fresh event that `waiter` then waits for.
+  void handoff(int stream, int waiter, const std::string& event) {
+    p_.events.push_back(event);
+    const int e = static_cast<int>(p_.events.size()) - 1;
+    p_.ops.push_back(Op{.kind = OpKind::record, .stream = stream, .event = e});
+    p_.ops.push_back(Op{.kind = OpKind::wait, .stream = waiter, .event = e});
+  }
+  void collective(int stream, const std::string& name, const CollectiveCall& call) {
+    Op op;
+    op.kind = OpKind::collective;
+    op.stream = stream;
+    op.name = tb_.name(name);
+    op.collective = tb_.collective(call);
+    p_.ops.push_back(op);
+  }
+  Program take() { return std::move(p_); }
+
+ private:
+  TraceBuilder& tb_;
+  Program p_;
+};
+
+CollectiveCall call(models::CollectiveOp op, Bytes bytes, int group) {
+  CollectiveCall c;
+  c.op = op;
+  c.bytes = bytes;
+  c.group = group;
+  return c;
+}
+
+KernelSpec gemm(Dtype dtype, double m, double n, double k, double batch = 1) {
+  return KernelSpec{"gemm", dtype, {{"m", m}, {"n", n}, {"k", k}, {"batch", batch}}, {}};
+}
+
+/// A rank's lookups of one kind of shard: `tables` shards alike in rows, dim, pooling and
+/// index reuse, looked up by one multi-table kernel (FBGEMM's table-batched embedding).
+struct LookupGroup {
+  double tables = 0;
+  double rows = 0;
+  int dim = 0;
+  double pooling = 0;
+  std::vector<double> histogram;
+  /// Alike: everything but the count.
+  bool operator==(const LookupGroup& o) const {
+    return rows == o.rows && dim == o.dim && pooling == o.pooling && histogram == o.histogram;
+  }
+};
+
+class DlrmBuilder {
+ public:
+  DlrmBuilder(const DlrmConfig& config, const JobContext& job, const std::string& origin, const YamlReader& reader,
+              const YAML::Node& doc)
+      : c_(config), job_(job), n_(job.ranks()), reader_(reader), doc_(doc) {
+    trace_.origin = origin;
+    trace_.ranks = n_;
+  }
+
+  Trace build() {
+    check_batch();
+    plan_ = make_plan();
+    act_bytes_ = c_.dtype == Dtype::fp16 || c_.dtype == Dtype::bf16 ? 2 : 4;
+    // Sharded tables are looked up for the global batch, replicated ones for the local one.
+    lookup_batch_ = plan_.kind == ShardingKind::data_parallel ? batch_ : c_.global_batch;
+    for (const TableEntry& t : c_.tables)
+      histograms_.push_back(reuse_histogram(t.distribution, t.table.rows, lookup_batch_ * t.table.pooling));
+    TraceBuilder tb(trace_);
+    for (const char* group : {"embedding", "dense"}) {
+      std::vector<int> all(static_cast<std::size_t>(n_));
+      std::iota(all.begin(), all.end(), 0);
+      trace_.groups.push_back(ProcessGroup{group, {all}, std::vector<int>(static_cast<std::size_t>(n_), 0)});
+    }
+    double flops = 0;
+    for (int r = 0; r < n_; ++r) {
+      RankBuilder rank(tb);
+      flops += build_rank(r, rank);
+      trace_.program_of_rank.push_back(tb.program(rank.take()));
+    }
+    // CUDA graphs replay the whole iteration from one CPU call, so no per-kernel CPU launch.
+    if (c_.cuda_graphs) trace_.launch.cpu_launch = 0;
+    trace_.work = Work{static_cast<double>(batch_), "samples", flops / n_};
+    add_notes();
+    return std::move(trace_);
+  }
+
+ private:
+  void check_batch() {
+    const YAML::Node node = doc_["training"]["global_batch"];
+    if (c_.global_batch % n_ != 0) {
+      const int below = c_.global_batch / n_ * n_;
+      reader_.fail("training.global_batch", node,
+                   std::to_string(c_.global_batch) + " samples do not split evenly over the job's " + std::to_string(n_) +
+                       " ranks",
+                   "use a multiple of " + std::to_string(n_) + " such as " +
+                       (below > 0 ? std::to_string(below) + " or " : std::string()) + std::to_string(below + n_) +
+                       ", or another number of GPUs");
+    }
+    batch_ = c_.global_batch / n_;
+  }
+
+  ShardingPlan make_plan() {
+    ShardingRequest request;
+    for (const TableEntry& t : c_.tables) request.tables.push_back(t.table);
+    request.ranks = n_;
+    request.planner = c_.planner;
+    request.seed = c_.seed;
+    request.gpu_memory = job_.platform.gpu().memory;
+    request.memory_reserve = c_.memory_reserve;
+    request.gpu_name = job_.platform.gpu().name;
+    const YAML::Node sharding = doc_["sharding"];
+    request.where = reader_.where("sharding", sharding ? sharding : YAML::Node());
+    const std::map<std::string, ShardingKind> kinds = {{"table_wise", ShardingKind::table_wise},
+                                                       {"row_wise", ShardingKind::row_wise},
+                                                       {"column_wise", ShardingKind::column_wise},
+                                                       {"data_parallel", ShardingKind::data_parallel}};
+    if (c_.plan != "auto") {
+      request.kind = kinds.at(c_.plan);
+      return plan_sharding(request);
+    }
+    // auto: whole tables where they fit (no partial pooled sums to reduce), else rows spread
+    // over every GPU. Choosing by predicted time needs the simulator: that is `stepsim sweep`.
+    request.kind = ShardingKind::table_wise;
+    try {
+      return plan_sharding(request);
+    } catch (const ConfigError&) {
+      request.kind = ShardingKind::row_wise;
+      return plan_sharding(request);
+    }
+  }
+
+  bool has_bottom(int rank) const { return !c_.bottom_on_rank0 || rank == 0; }
+  double bottom_batch() const { return c_.bottom_on_rank0 ? c_.global_batch : batch_; }
+  int features() const { return static_cast<int>(c_.tables.size()); }
+
+  int top_input() const {
+    if (c_.interaction == "dot") return c_.embedding_dim + (features() + 1) * features() / 2;
+    int width = c_.bottom_mlp.back();
+    for (const TableEntry& t : c_.tables) width += t.table.dim;
+    return width;
+  }
+
+  /// Pooled-embedding values per sample that `rank` produces for the all-to-all.
+  double a2a_width(int rank) const {
+    double width = c_.bottom_on_rank0 && rank == 0 ? c_.bottom_mlp.back() : 0;
+    for (int t : plan_.tables_of_rank[static_cast<std::size_t>(rank)])
+      width += plan_.dim_of(c_.tables[static_cast<std::size_t>(t)].table, rank);
+    return width;
+  }
+
+  /// The all-to-all's nccl-tests size. Rank i sends s_i = width_i x (B/n) x bytes to each
+  /// peer. With equal shards that is a per-rank buffer of n s. With unequal ones every member
+  /// must agree on one size, so we take Lin et al.'s "max of max" (papers.md §3.1): the largest
+  /// of any rank's bytes sent, (n-1) s_i, or received, sum_{j!=i} s_j, scaled by n/(n-1) so
+  /// that the uniform collective moves exactly that much through the busiest rank.
+  Bytes a2a_bytes() const {
+    const std::vector<Bytes> s = a2a_shares();
+    const double total = std::accumulate(s.begin(), s.end(), 0.0);
+    double busiest = 0;
+    for (double si : s) busiest = std::max({busiest, (n_ - 1) * si, total - si});
+    return busiest * n_ / (n_ - 1);
+  }
+  /// s_i per rank: what it sends to each peer.
+  std::vector<Bytes> a2a_shares() const {
+    std::vector<Bytes> s;
+    for (int r = 0; r < n_; ++r) s.push_back(a2a_width(r) * batch_ * act_bytes_);
+    return s;
+  }
+
+  /// Row-wise: every rank's partial pooled sums of every table for the whole batch.
+  Bytes reduce_scatter_bytes() const {
+    double width = 0;
+    for (const TableEntry& t : c_.tables) width += t.table.dim;
+    return width * c_.global_batch * act_bytes_;
+  }
+
+  std::vector<LookupGroup> lookups(int rank) const {
+    std::vector<LookupGroup> groups;
+    for (int t : plan_.tables_of_rank[static_cast<std::size_t>(rank)]) {
+      const TableEntry& entry = c_.tables[static_cast<std::size_t>(t)];
+      const double rows = plan_.rows_of(entry.table, rank);
+      const int dim = plan_.dim_of(entry.table, rank);
+      if (rows <= 0 || dim <= 0) continue;  // the last blocks of a small table may be empty
+      // A row-wise shard receives the share of the lookups that hit its rows; indices are
+      // assumed spread over the rows (hashed), so the shard's reuse is the whole table's.
+      LookupGroup g{1, rows, dim, entry.table.pooling * rows / entry.table.rows, histograms_[static_cast<std::size_t>(t)]};
+      auto it = std::find(groups.begin(), groups.end(), g);
+      if (it == groups.end()) groups.push_back(std::move(g));
+      else it->tables += 1;
+    }
+    return groups;
+  }
+
+  KernelSpec embedding(const char* kind, const LookupGroup& g, double batch) const {
+    KernelSpec spec{kind, c_.embedding_dtype,
+                    {{"tables", g.tables}, {"rows", g.rows}, {"dim", static_cast<double>(g.dim)},
+                     {"pooling", g.pooling}, {"batch", batch}},
+                    g.histogram};
+    return spec;
+  }
+
+  /// DDP's buckets: gradients in reverse layer order, cut every `ddp_bucket` bytes; a bucket's
+  /// allreduce starts on the allreduce stream once the kernel completing it has finished.
+  class Buckets {
+   public:
+    Buckets(RankBuilder& rank, Bytes cap, bool active) : rank_(rank), cap_(cap), active_(active) {}
+    void add(Bytes bytes) {
+      if (!active_) return;
+      pending_ += bytes;
+      while (pending_ >= cap_) {
+        issue(cap_);
+        pending_ -= cap_;
+      }
+    }
+    void flush() {
+      if (active_ && pending_ > 0) issue(pending_);
+      pending_ = 0;
+    }
+    int count() const { return count_; }
+
+   private:
+    void issue(Bytes bytes) {
+      rank_.handoff(kCompute, kAllreduce, "grad_bucket_" + std::to_string(count_) + "_ready");
+      rank_.collective(kAllreduce, "ddp_allreduce_" + std::to_string(count_),
+                       call(models::CollectiveOp::allreduce, bytes, kDenseGroup));
+      ++count_;
+    }
+    RankBuilder& rank_;
+    Bytes cap_;
+    bool active_;
+    Bytes pending_ = 0;
+    int count_ = 0;
+  };
+
+  /// One linear layer: `in` inputs, `out` outputs.
+  struct Layer {
+    int in = 0;
+    int out = 0;
+  };
+  static std::vector<Layer> layers(int input, const std::vector<int>& widths) {
+    std::vector<Layer> out;
+    for (int w : widths) {
+      out.push_back({input, w});
+      input = w;
+    }
+    return out;
+  }
+
+  /// Emits rank `r`'s iteration into `rank`; returns its GEMM FLOPs.
+  double build_rank(int r, RankBuilder& rank) {
+    double flops = 0;
+    const Dtype dt = c_.dtype;
+    const auto gemm_op = [&](const std::string& name, double m, double n, double k, double batch = 1) {
+      flops += 2 * m * n * k * batch;
+      rank.kernel(name, gemm(dt, m, n, k, batch));
+    };
+    const auto bottom = layers(c_.dense_features, c_.bottom_mlp);
+    const auto top = layers(top_input(), c_.top_mlp);
+    const double b = batch_;
+    const double bb = bottom_batch();
+    const std::vector<LookupGroup> groups = lookups(r);
+    max_groups_ = std::max(max_groups_, groups.size());
+    const auto suffix = [&](std::size_t g) { return groups.size() > 1 ? "[" + std::to_string(g) + "]" : std::string(); };
+
+    // Forward. The bias and ReLU of every linear layer are fused into its GEMM (NVIDIA's apex
+    // MLP, cuBLASLt epilogues).
+    if (has_bottom(r))
+      for (std::size_t i = 0; i < bottom.size(); ++i)
+        gemm_op("bottom_mlp.fc" + std::to_string(i), bb, bottom[i].out, bottom[i].in);
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      rank.kernel("embedding_forward" + suffix(g), embedding("embedding_forward", groups[g], lookup_batch_));
+    const std::string exchange = plan_.kind == ShardingKind::row_wise ? "reduce_scatter" : "alltoall";
+    const bool exchanges = n_ > 1 && plan_.kind != ShardingKind::data_parallel;
+    const CollectiveCall forward_call =
+        plan_.kind == ShardingKind::row_wise
+            ? call(models::CollectiveOp::reduce_scatter, reduce_scatter_bytes(), kEmbeddingGroup)
+            : call(models::CollectiveOp::alltoall, n_ > 1 ? a2a_bytes() : 0, kEmbeddingGroup);
+    if (exchanges) {
+      rank.handoff(kCompute, kEmbeddingComm, "pooled_embeddings_ready");
+      rank.collective(kEmbeddingComm, exchange + "_forward", forward_call);
+      rank.handoff(kEmbeddingComm, kCompute, exchange + "_forward_done");
+    }
+    const double vectors = features() + 1;
+    // Dot interaction: per sample the (F+1) x D matrix of bottom output and pooled embeddings
+    // times its transpose (a batched GEMM); the lower triangle's gather and the concatenation
+    // with the bottom output are fused into it (NVIDIA's dot_based_interact kernel).
+    if (c_.interaction == "dot") gemm_op("interaction", vectors, vectors, c_.embedding_dim, b);
+    for (std::size_t i = 0; i < top.size(); ++i) gemm_op("top_mlp.fc" + std::to_string(i), b, top[i].out, top[i].in);
+    rank.kernel("loss", loss_forward(b));
+
+    // Backward: gradient buckets fill from the last layer back.
+    Buckets buckets(rank, c_.ddp_bucket, n_ > 1);
+    double dense_params = 0;  // parameters the optimizer updates, all fp32
+    rank.kernel("loss_backward", loss_backward(b));
+    for (std::size_t i = top.size(); i-- > 0;) {
+      const std::string layer = "top_mlp.fc" + std::to_string(i);
+      gemm_op(layer + ".dgrad", b, top[i].in, top[i].out);
+      gemm_op(layer + ".wgrad", top[i].out, top[i].in, b);
+      const double params = static_cast<double>(top[i].in) * top[i].out + top[i].out;
+      buckets.add(params * 4);
+      dense_params += params;
+    }
+    // DDP launches a bucket once its last gradient is ready: without the bottom MLP in DDP
+    // (rank0), the top MLP's last partial bucket is complete here.
+    if (c_.bottom_on_rank0) buckets.flush();
+    if (c_.interaction == "dot") gemm_op("interaction.backward", vectors, c_.embedding_dim, vectors, b);
+    if (exchanges) {
+      const CollectiveCall backward_call =
+          plan_.kind == ShardingKind::row_wise
+              ? call(models::CollectiveOp::allgather, forward_call.bytes, kEmbeddingGroup)
+              : forward_call;
+      const std::string back = plan_.kind == ShardingKind::row_wise ? "allgather" : "alltoall";
+      rank.handoff(kCompute, kEmbeddingComm, "embedding_grads_ready");
+      rank.collective(kEmbeddingComm, back + "_backward", backward_call);
+      // A data-parallel bottom MLP needs nothing from the exchange, so its backward overlaps
+      // it; on rank 0 alone (NVIDIA) its output gradient arrives through the exchange.
+      if (!c_.bottom_on_rank0) bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op);
+      rank.handoff(kEmbeddingComm, kCompute, back + "_backward_done");
+      if (c_.bottom_on_rank0) bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op);
+    } else {
+      bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op);
+    }
+    if (plan_.kind != ShardingKind::data_parallel) buckets.flush();  // the bottom MLP's were the last
+    // FBGEMM's / NVIDIA's sparse backward applies SGD to the looked-up rows in the same kernel.
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      rank.kernel("embedding_backward" + suffix(g), embedding("embedding_backward", groups[g], lookup_batch_));
+      // Replicated tables (TorchRec's data_parallel) get dense gradients that DDP allreduces
+      // with the MLPs' and a separate optimizer step.
+      if (plan_.kind == ShardingKind::data_parallel) {
+        const double params = groups[g].tables * groups[g].rows * groups[g].dim;
+        buckets.add(params * models::bytes_of(c_.embedding_dtype));
+        dense_params += params;
+      }
+    }
+    buckets.flush();
+    buckets_ = buckets.count();
+    if (buckets.count() > 0) rank.handoff(kAllreduce, kCompute, "gradients_reduced");
+    rank.kernel("optimizer", sgd_spec(dense_params));
+    return flops;
+  }
+
+  template <typename GemmOp>
+  void bottom_backward(int r, const std::vector<Layer>& bottom, double bb, Buckets& buckets, double& dense_params,
+                       const GemmOp& gemm_op) const {
+    if (!has_bottom(r)) return;
+    for (std::size_t i = bottom.size(); i-- > 0;) {
+      const std::string layer = "bottom_mlp.fc" + std::to_string(i);
+      // The dense features need no gradient, so the first layer has no dgrad.
+      if (i > 0) gemm_op(layer + ".dgrad", bb, bottom[i].in, bottom[i].out);
+      gemm_op(layer + ".wgrad", bottom[i].out, bottom[i].in, bb);
+      const double params = static_cast<double>(bottom[i].in) * bottom[i].out + bottom[i].out;
+      // On rank 0 alone (NVIDIA's placement) the bottom MLP is not replicated: no allreduce.
+      if (!c_.bottom_on_rank0) buckets.add(params * 4);
+      dense_params += params;
+    }
+  }
+
+  // Binary cross-entropy with logits over the local samples (fp32 labels and loss), priced
+  // with Lin et al.'s per-element FLOPs (papers.md §3.1): sigmoid 4 + BCE 7 forward; the
+  // backward is the sigmoid, a subtraction and the scale of the mean.
+  KernelSpec loss_forward(double samples) const {
+    return KernelSpec{"elementwise", c_.dtype,
+                      {{"elements", samples}, {"bytes_read", act_bytes_ + 4}, {"bytes_written", 4}, {"flops", 11}}, {}};
+  }
+  KernelSpec loss_backward(double samples) const {
+    return KernelSpec{"elementwise", c_.dtype,
+                      {{"elements", samples}, {"bytes_read", act_bytes_ + 4}, {"bytes_written", act_bytes_}, {"flops", 6}},
+                      {}};
+  }
+  // Plain SGD on fp32 dense parameters (AMP keeps fp32 master weights): read weight and
+  // gradient, write the weight, one multiply-add; one fused multi-tensor kernel (apex FusedSGD).
+  static KernelSpec sgd_spec(double params) {
+    return KernelSpec{"elementwise", Dtype::fp32,
+                      {{"elements", params}, {"bytes_read", 8}, {"bytes_written", 4}, {"flops", 2}}, {}};
+  }
+
+  void add_notes() {
+    auto& notes = trace_.notes;
+    std::string plan = std::string("embeddings ") + to_string(plan_.kind);
+    if (plan_.kind == ShardingKind::table_wise) plan += " by planner " + plan_.planner;
+    else if (doc_["sharding"] && doc_["sharding"]["planner"]) plan += " (sharding.planner unused: no whole tables)";
+    if (c_.plan == "auto") plan += " (plan: auto picked it: " +
+                                   std::string(plan_.kind == ShardingKind::table_wise ? "whole tables fit"
+                                                                                      : "whole tables do not fit") +
+                                   ")";
+    notes.push_back(plan + "; per rank: " + describe_ranks());
+    if (n_ > 1 && (plan_.kind == ShardingKind::table_wise || plan_.kind == ShardingKind::column_wise)) {
+      const std::vector<Bytes> s = a2a_shares();
+      if (std::any_of(s.begin(), s.end(), [&](Bytes si) { return si != s.front(); }))
+        notes.push_back("ranks send unequal pooled-embedding shares; every all-to-all uses Lin et al.'s \"max of "
+                        "max\" size " + mb(a2a_bytes()) +
+                        " (n/(n-1) x the most bytes any rank sends or receives), so the busiest rank is timed");
+    }
+    if (plan_.kind == ShardingKind::row_wise)
+      notes.push_back("row-wise: every rank looks up its row block of every table for the whole batch; the partial "
+                      "pooled sums are reduce-scattered forward and their gradients all-gathered backward");
+    if (c_.bottom_on_rank0)
+      notes.push_back("bottom MLP on rank 0 over the global batch (NVIDIA DeepLearningExamples); its output joins "
+                      "the all-to-all and its gradients are not allreduced");
+    notes.push_back(std::to_string(buckets_) + " DDP allreduce buckets of " + format_size(c_.ddp_bucket) +
+                    " (fp32 gradients cut by bytes in reverse layer order; PyTorch's smaller first bucket and "
+                    "parameter-boundary cuts are not modelled)");
+    if (max_groups_ > 1)
+      notes.push_back("embedding lookups: one kernel per group of alike shards (up to " + std::to_string(max_groups_) +
+                      " on a rank), where FBGEMM's table-batched kernel is one launch");
+    if (c_.cuda_graphs)
+      notes.push_back("CUDA graphs: no CPU launch cost per kernel; the GPU-side gap between kernels stays Lin et "
+                      "al.'s 5 us (measured without graphs)");
+    notes.push_back("not modelled: TorchRec's input all-to-all of indices (its pipeline overlaps it with the previous "
+                    "iteration; NVIDIA's loader reads each GPU's indices directly), AMP casts and loss scaling, "
+                    "the data loader");
+  }
+
+  std::string describe_ranks() const {
+    std::string out;
+    for (int r = 0; r < n_; ++r) {
+      if (n_ > 16 && r == 8) {
+        out += ", ...";
+        r = n_ - 4;
+      }
+      if (r > 0) out += ", ";
+      out += std::to_string(r);
+      out += plan_.kind == ShardingKind::table_wise
+                 ? ": " + std::to_string(plan_.tables_of_rank[static_cast<std::size_t>(r)].size()) + " tables "
+                 : std::string(": a shard of every table ");
+      out += gb(plan_.bytes_of_rank[static_cast<std::size_t>(r)]);
+    }
+    return out;
+  }
+
+  const DlrmConfig& c_;
+  const JobContext& job_;
+  const int n_;
+  const YamlReader& reader_;
+  const YAML::Node& doc_;
+  Trace trace_;
+  ShardingPlan plan_;
+  int batch_ = 0;
+  double lookup_batch_ = 0;
+  std::vector<std::vector<double>> histograms_;  // per table, for lookup_batch_ samples
+  Bytes act_bytes_ = 4;
+  int buckets_ = 0;
+  std::size_t max_groups_ = 0;
+};
+
+class DlrmGenerator : public Generator {
+ public:
+  Trace generate(const YAML::Node& doc, const YamlReader& reader, const JobContext& job) const override {
+    const DlrmConfig config = ConfigReader(doc, reader).read();
+    return DlrmBuilder(config, job, reader.origin(), reader, doc).build();
+  }
+};
+
+}  // namespace
+
+STEPSIM_REGISTER_GENERATOR(DlrmGenerator, "dlrm",
+                           "DLRM hybrid-parallel training: sharded embedding tables, data-parallel MLPs")
+
+}  // namespace stepsim::workloads

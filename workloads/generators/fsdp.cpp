@@ -1,0 +1,426 @@
+/// @file `kind: fsdp`: one training iteration of a decoder-only transformer under PyTorch FSDP,
+/// as torchtitan runs FSDP2 (torch.distributed fully_shard) by default. docs/fsdp.md has the
+/// schema, the stream and event protocol, and every assumption.
+///
+/// The protocol follows FSDP2's FSDPParamGroup (torch/distributed/_composable/fsdp/
+/// _fsdp_param_group.py, torch 2.5-2.6): all-gathers run on their own stream and are waited on
+/// by the compute stream, which then copies the gathered parameters out; in forward, the next
+/// all-gather waits for the previous unit's copy-out (FSDP2's all_gather_state); gradients are
+/// copied into a reduce_dtype buffer on the compute stream, which first waits for the previous
+/// unit's reduce-scatter (reduce_scatter_state), then reduce-scattered on their own stream;
+/// HSDP all-reduces the shards on a third stream; backward ends with the compute stream waiting
+/// for the last reduction. The collectives themselves run on their process group's NCCL stream.
+#include <fmt/format.h>
+
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "workloads/generators/transformer.hpp"
+#include "workloads/workload.hpp"
+
+namespace stepsim::workloads {
+namespace {
+
+using namespace transformer;
+using models::CollectiveOp;
+using platforms::YamlReader;
+
+enum class Strategy { full_shard, shard_grad_op, hybrid_shard, no_shard };
+enum class BackwardPrefetch { backward_pre, backward_post, none };
+
+struct FsdpConfig {
+  Strategy strategy = Strategy::full_shard;
+  bool reshard_after_forward = true;
+  bool forward_prefetch = false;
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::backward_pre;
+  bool limit_all_gathers = false;
+  Checkpointing checkpointing = Checkpointing::none;
+  bool wrap_layers = true;   ///< one unit per transformer block plus the root; else one unit
+};
+
+FsdpConfig read_fsdp(const YAML::Node& doc, const YamlReader& reader) {
+  const YAML::Node section = reader.require(doc, "", "fsdp");
+  reader.check_keys(section, "fsdp",
+                    {"strategy", "reshard_after_forward", "forward_prefetch", "backward_prefetch", "limit_all_gathers",
+                     "activation_checkpointing", "wrap"});
+  FsdpConfig c;
+  const YAML::Node strategy = reader.require(section, "fsdp", "strategy");
+  const std::string s =
+      reader.get_choice(strategy, "fsdp.strategy", {"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"});
+  c.strategy = s == "SHARD_GRAD_OP" ? Strategy::shard_grad_op
+               : s == "HYBRID_SHARD" ? Strategy::hybrid_shard
+               : s == "NO_SHARD"     ? Strategy::no_shard
+                                     : Strategy::full_shard;
+  c.reshard_after_forward = c.strategy != Strategy::shard_grad_op;
+  if (const YAML::Node n = section["reshard_after_forward"]) {
+    const bool value = reader.get_bool(n, "fsdp.reshard_after_forward");
+    if (c.strategy == Strategy::shard_grad_op && value)
+      reader.fail("fsdp.reshard_after_forward", n, "SHARD_GRAD_OP keeps parameters unsharded after forward",
+                  "drop reshard_after_forward, or use strategy: FULL_SHARD to reshard after forward");
+    if (c.strategy == Strategy::no_shard)
+      reader.fail("fsdp.reshard_after_forward", n, "NO_SHARD never shards parameters",
+                  "drop reshard_after_forward, or use a sharding strategy");
+    c.reshard_after_forward = value;
+  }
+  if (const YAML::Node n = section["forward_prefetch"]) c.forward_prefetch = reader.get_bool(n, "fsdp.forward_prefetch");
+  if (const YAML::Node n = section["backward_prefetch"]) {
+    const std::string p = reader.get_choice(n, "fsdp.backward_prefetch", {"BACKWARD_PRE", "BACKWARD_POST", "NONE"});
+    c.backward_prefetch = p == "BACKWARD_POST" ? BackwardPrefetch::backward_post
+                          : p == "NONE"        ? BackwardPrefetch::none
+                                               : BackwardPrefetch::backward_pre;
+  }
+  if (const YAML::Node n = section["limit_all_gathers"]) c.limit_all_gathers = reader.get_bool(n, "fsdp.limit_all_gathers");
+  if (const YAML::Node n = section["activation_checkpointing"])
+    c.checkpointing = read_checkpointing(n, "fsdp.activation_checkpointing", reader);
+  if (const YAML::Node n = section["wrap"]) c.wrap_layers = reader.get_choice(n, "fsdp.wrap", {"layer", "model"}) == "layer";
+  return c;
+}
+
+const char* to_string(Strategy s) {
+  switch (s) {
+    case Strategy::full_shard: return "FULL_SHARD";
+    case Strategy::shard_grad_op: return "SHARD_GRAD_OP";
+    case Strategy::hybrid_shard: return "HYBRID_SHARD";
+    case Strategy::no_shard: return "NO_SHARD";
+  }
+  return "?";
+}
+
+/// @brief The ranks of each node touched by the job, in rank order; ConfigError when nodes hold
+/// different numbers of ranks (HSDP needs equal shard groups).
+std::vector<std::vector<int>> ranks_by_node(const JobContext& job, const YamlReader& reader, const YAML::Node& doc) {
+  std::map<int, std::vector<int>> by_node;
+  for (int r = 0; r < job.ranks(); ++r) by_node[job.node_of(r)].push_back(r);
+  std::vector<std::vector<int>> out;
+  for (auto& [node, ranks] : by_node) {
+    if (!out.empty() && ranks.size() != out.front().size())
+      reader.fail("fsdp.strategy", doc["fsdp"]["strategy"],
+                  fmt::format("HYBRID_SHARD shards within a node, but node {} holds {} ranks and node {} holds {}",
+                              by_node.begin()->first, out.front().size(), node, ranks.size()),
+                  "allocate the same number of GPUs on every node (--gpus), or use FULL_SHARD");
+    out.push_back(ranks);
+  }
+  return out;
+}
+
+/// @brief Emits one iteration of FSDP for one rank (all ranks run the same ops).
+class FsdpEmitter {
+ public:
+  FsdpEmitter(const ModelConfig& model, const TrainingConfig& training, const FsdpConfig& fsdp, const JobContext& job,
+              const YamlReader& reader, const YAML::Node& doc)
+      : m_(model), t_(training), c_(fsdp), b_(reader.origin(), job.ranks(), training.cpu_op_gap),
+        a_(models::bytes_of(training.param_dtype)), r_(models::bytes_of(training.reduce_dtype)) {
+    make_groups(job, reader, doc);
+    make_units();
+    compute_ = b_.stream("compute");
+    if (c_.strategy != Strategy::no_shard) {
+      all_gather_ = b_.stream("all_gather");
+      reduce_scatter_ = b_.stream("reduce_scatter");
+    }
+    if (c_.strategy == Strategy::no_shard || c_.strategy == Strategy::hybrid_shard) all_reduce_ = b_.stream("all_reduce");
+  }
+
+  Trace emit() {
+    const Block embedding = embedding_block(m_, t_, false);
+    const Block layer = layer_block(m_, t_, c_.checkpointing, false);
+    const Block head = head_block(m_, t_, false);
+    for (int micro = 0; micro < t_.gradient_accumulation; ++micro) {
+      forward(embedding, layer, head);
+      backward(embedding, layer, head);
+    }
+    optimizer_step();
+    add_notes(embedding, layer, head);
+    return b_.finish();
+  }
+
+ private:
+  enum class State { sharded, gathering, unsharded };
+  struct Unit {
+    std::string name;
+    double params = 0;
+    bool reshard_after_forward = false;
+    State state = State::sharded;
+  };
+
+  void make_groups(const JobContext& job, const YamlReader& reader, const YAML::Node& doc) {
+    ProcessGroup shard{"fsdp", {}, std::vector<int>(static_cast<std::size_t>(job.ranks()), 0)};
+    if (c_.strategy == Strategy::hybrid_shard) {
+      const std::vector<std::vector<int>> nodes = ranks_by_node(job, reader, doc);
+      ProcessGroup replicate{"replicate", {}, std::vector<int>(static_cast<std::size_t>(job.ranks()), 0)};
+      replicate.subgroups.resize(nodes.front().size());
+      for (std::size_t n = 0; n < nodes.size(); ++n) {
+        for (std::size_t local = 0; local < nodes[n].size(); ++local) {
+          shard.subgroup_of_rank[static_cast<std::size_t>(nodes[n][local])] = static_cast<int>(n);
+          replicate.subgroup_of_rank[static_cast<std::size_t>(nodes[n][local])] = static_cast<int>(local);
+          replicate.subgroups[local].push_back(nodes[n][local]);
+        }
+      }
+      shard.subgroups = nodes;
+      shard_size_ = static_cast<int>(nodes.front().size());
+      replicate_size_ = static_cast<int>(nodes.size());
+      shard_group_ = b_.group(std::move(shard));
+      replicate_group_ = b_.group(std::move(replicate));
+      return;
+    }
+    shard.subgroups.emplace_back();
+    for (int r = 0; r < job.ranks(); ++r) shard.subgroups[0].push_back(r);
+    shard_size_ = c_.strategy == Strategy::no_shard ? 1 : job.ranks();
+    replicate_size_ = c_.strategy == Strategy::no_shard ? job.ranks() : 1;
+    shard_group_ = b_.group(std::move(shard));
+  }
+
+  void make_units() {
+    const double root = embedding_params(m_, t_) + head_params(m_);
+    if (!c_.wrap_layers) {
+      units_.push_back({"model", root + m_.layers * layer_params(m_), false});
+      return;
+    }
+    // FSDP2 keeps the root unsharded after forward (backward needs it at once); torchtitan's
+    // apply_fsdp does the same for the last block, whose backward comes right after.
+    units_.push_back({"root", root, false});
+    for (int i = 0; i < m_.layers; ++i)
+      units_.push_back({fmt::format("layers.{}", i), layer_params(m_), c_.reshard_after_forward && i + 1 < m_.layers});
+  }
+
+  int unit_of_layer(int layer) const { return c_.wrap_layers ? layer + 1 : 0; }
+  static std::string layer_prefix(int layer) { return fmt::format("layers.{}.", layer); }
+
+  // ProcessGroupNCCL (torch 2.6 and before) runs every collective of a process group on the
+  // group's one internal NCCL stream, after that stream waits for the issuing one, and makes the
+  // issuing stream wait for it (async_op=False): a group's collectives serialize in issue order.
+  void collective(int stream, const std::string& name, CollectiveOp op, Bytes bytes, int group) {
+    const std::string& prefix = group == replicate_group_ ? "replicate" : "fsdp";
+    const int nccl = b_.stream(prefix + ".nccl");
+    const int in = b_.event(prefix + ".nccl.in"), out = b_.event(prefix + ".nccl.out");
+    b_.record(stream, in);
+    b_.wait(nccl, in);
+    b_.collective(nccl, name, op, bytes, group);
+    b_.record(nccl, out);
+    b_.wait(stream, out);
+  }
+
+  // FSDP unshard: NO_SHARD only casts its fp32 parameters to param_dtype; the others copy
+  // their fp32 shard into a param_dtype buffer and all-gather it (FSDP1's rate limiter first
+  // blocks the CPU while two resharded-but-not-freed units are pending).
+  void unshard(int u) {
+    Unit& unit = units_[static_cast<std::size_t>(u)];
+    if (unit.state != State::sharded) return;
+    if (c_.limit_all_gathers && free_events_.size() >= 2) {
+      b_.sync_event(free_events_.front());
+      free_events_.pop_front();
+    }
+    const double local = unit.params / shard_size_;
+    if (c_.strategy == Strategy::no_shard) {
+      if (t_.param_dtype != models::Dtype::fp32)
+        b_.kernel(compute_, unit.name + ".", {"cast_params", elementwise(t_.param_dtype, unit.params, 4, a_, 0)});
+      unit.state = State::unsharded;
+      return;
+    }
+    b_.kernel(all_gather_, unit.name + ".", {"all_gather.copy_in", elementwise(t_.param_dtype, local, 4, a_, 0)});
+    collective(all_gather_, unit.name + ".all_gather", CollectiveOp::allgather, unit.params * a_, shard_group_);
+    b_.record(all_gather_, b_.event(unit.name + ".all_gather"));
+    ++all_gathers_;
+    unit.state = State::gathering;
+  }
+
+  void wait_for_unshard(int u, bool forward) {
+    Unit& unit = units_[static_cast<std::size_t>(u)];
+    if (unit.state != State::gathering) return;
+    // FSDP2 decides by training state: in forward the previous unit's gathered buffer is freed
+    // once this copy-out is issued, so the next all-gather waits for that copy-out.
+    if (forward && previous_copy_out_ >= 0) b_.wait(all_gather_, previous_copy_out_);
+    b_.wait(compute_, b_.event(unit.name + ".all_gather"));
+    b_.kernel(compute_, unit.name + ".", {"all_gather.copy_out", elementwise(t_.param_dtype, unit.params, a_, a_, 0)});
+    const int copied = b_.event(unit.name + ".copy_out");
+    b_.record(compute_, copied);
+    if (forward) {
+      previous_copy_out_ = copied;
+    } else {
+      b_.wait(all_gather_, copied);
+    }
+    unit.state = State::unsharded;
+  }
+
+  void reshard(int u) {
+    Unit& unit = units_[static_cast<std::size_t>(u)];
+    if (c_.strategy == Strategy::no_shard && t_.param_dtype == models::Dtype::fp32) return;
+    unit.state = State::sharded;
+    if (c_.limit_all_gathers) {
+      const int freed = b_.event(unit.name + ".freed");
+      b_.record(compute_, freed);
+      free_events_.push_back(freed);
+    }
+  }
+
+  // Post-backward reduction of a unit's gradients.
+  void reduce(int u) {
+    const Unit& unit = units_[static_cast<std::size_t>(u)];
+    const double n = unit.params;
+    if (previous_reduce_scatter_ >= 0) b_.wait(compute_, previous_reduce_scatter_);
+    b_.kernel(compute_, unit.name + ".", {"reduce.copy_in", elementwise(t_.param_dtype, n, a_, r_, 0)});
+    const int ready = b_.event(unit.name + ".grads_ready");
+    b_.record(compute_, ready);
+    if (c_.strategy == Strategy::no_shard) {
+      b_.wait(all_reduce_, ready);
+      collective(all_reduce_, unit.name + ".all_reduce", CollectiveOp::allreduce, n * r_, shard_group_);
+      last_reduction_ = b_.event("all_reduce.done");
+      b_.record(all_reduce_, last_reduction_);
+      ++all_reduces_;
+      return;
+    }
+    b_.wait(reduce_scatter_, ready);
+    collective(reduce_scatter_, unit.name + ".reduce_scatter", CollectiveOp::reduce_scatter, n * r_, shard_group_);
+    previous_reduce_scatter_ = b_.event(unit.name + ".reduce_scatter");
+    b_.record(reduce_scatter_, previous_reduce_scatter_);
+    last_reduction_ = previous_reduce_scatter_;
+    ++reduce_scatters_;
+    if (c_.strategy == Strategy::hybrid_shard && replicate_size_ > 1) {
+      b_.wait(all_reduce_, previous_reduce_scatter_);
+      collective(all_reduce_, unit.name + ".all_reduce", CollectiveOp::allreduce, n / shard_size_ * r_,
+                 replicate_group_);
+      last_reduction_ = b_.event(unit.name + ".all_reduce");
+      b_.record(all_reduce_, last_reduction_);
+      ++all_reduces_;
+    }
+  }
+
+  void forward(const Block& embedding, const Block& layer, const Block& head) {
+    previous_copy_out_ = -1;
+    unshard(0);
+    wait_for_unshard(0, true);
+    if (c_.forward_prefetch && c_.wrap_layers) unshard(unit_of_layer(0));
+    b_.kernels(compute_, "", embedding.forward);
+    for (int i = 0; i < m_.layers; ++i) {
+      const int u = unit_of_layer(i);
+      if (u != 0) {
+        unshard(u);
+        wait_for_unshard(u, true);
+        if (c_.forward_prefetch && i + 1 < m_.layers) unshard(unit_of_layer(i + 1));
+      }
+      b_.kernels(compute_, layer_prefix(i), layer.forward);
+      if (u != 0 && units_[static_cast<std::size_t>(u)].reshard_after_forward) reshard(u);
+    }
+    b_.kernels(compute_, "", head.forward);
+  }
+
+  void prefetch_backward(int layer) {
+    if (layer >= 0 && c_.wrap_layers) unshard(unit_of_layer(layer));
+  }
+
+  void backward(const Block& embedding, const Block& layer, const Block& head) {
+    previous_reduce_scatter_ = -1;
+    if (c_.backward_prefetch == BackwardPrefetch::backward_pre) prefetch_backward(m_.layers - 1);
+    b_.kernels(compute_, "", head.backward);
+    for (int i = m_.layers - 1; i >= 0; --i) {
+      const int u = unit_of_layer(i);
+      if (u != 0) {
+        unshard(u);
+        wait_for_unshard(u, false);
+        if (c_.backward_prefetch == BackwardPrefetch::backward_pre) prefetch_backward(i - 1);
+      }
+      b_.kernels(compute_, layer_prefix(i), layer.recompute);
+      b_.kernels(compute_, layer_prefix(i), layer.backward);
+      if (u != 0) {
+        reshard(u);
+        if (c_.backward_prefetch == BackwardPrefetch::backward_post) prefetch_backward(i - 1);
+        reduce(u);
+      }
+    }
+    b_.kernels(compute_, "", embedding.backward);
+    reshard(0);
+    reduce(0);
+    b_.wait(compute_, last_reduction_);
+  }
+
+  void optimizer_step() {
+    const double local = total_params(m_, t_) / shard_size_;
+    b_.kernels(compute_, "", clip_norm_kernels(t_, local));
+    // The total norm is a partial sum over the shards: DTensor all-reduces one fp32 within the
+    // shard group (replicated gradients need none).
+    if (t_.max_norm > 0 && c_.strategy != Strategy::no_shard)
+      collective(compute_, "clip_grad_norm.all_reduce", CollectiveOp::allreduce, 4, shard_group_);
+    b_.kernels(compute_, "", clip_scale_kernels(t_, local));
+    b_.kernels(compute_, "", optimizer_kernels(t_, local));
+  }
+
+  void add_notes(const Block& embedding, const Block& layer, const Block& head) {
+    const double total = total_params(m_, t_);
+    b_.set_work({t_.tokens() * t_.gradient_accumulation, "tokens", model_flops_per_iteration(m_, t_)});
+    b_.note(fmt::format("model FLOPs per rank per iteration = {:.4g} (torchtitan's count: 6 x {:.4g} parameters "
+                        "without the token embedding + 12 x layers x heads x head_dim x sequence, per token, x {:.0f} "
+                        "tokens)",
+                        model_flops_per_iteration(m_, t_), flop_params(m_, t_), t_.tokens() * t_.gradient_accumulation));
+    b_.note(fmt::format("parameters: {:.4g} in all, {:.4g} per transformer block, {:.4g} in the root (embeddings, "
+                        "final norm, output); {} units; shard groups of {} rank(s){}",
+                        total, layer_params(m_), embedding_params(m_, t_) + head_params(m_), units_.size(), shard_size_,
+                        c_.strategy == Strategy::hybrid_shard ? fmt::format(", replicated over {} node(s)", replicate_size_)
+                                                              : ""));
+    b_.note(fmt::format("FSDP {} as torchtitan applies FSDP2: parameters all-gathered in {} ({} B/param), gradients "
+                        "reduced in {} ({} B/param), collective sizes in nccl-tests convention (the whole unsharded "
+                        "buffer); shard padding ignored; collectives over a single rank are skipped",
+                        to_string(c_.strategy), models::to_string(t_.param_dtype), a_,
+                        models::to_string(t_.reduce_dtype), r_));
+    b_.note(fmt::format("per micro-batch: {} all-gathers, {} reduce-scatters, {} all-reduces; {} unsharded "
+                        "between forward and backward (FSDP2 root; torchtitan's apply_fsdp for the last block)",
+                        all_gathers_ / t_.gradient_accumulation, reduce_scatters_ / t_.gradient_accumulation,
+                        all_reduces_ / t_.gradient_accumulation,
+                        c_.wrap_layers ? "the root and the last block stay" : "the root stays"));
+    b_.note(fmt::format("activation checkpointing {}: {} of {} forward kernels per block recomputed before its backward{}",
+                        transformer::to_string(c_.checkpointing), layer.recompute.size(), layer.forward.size(),
+                        c_.checkpointing == Checkpointing::selective
+                            ? " (torchtitan's op policy: SDPA and every odd-numbered mm saved, so wk, wo and w3 (or the "
+                              "second MLP GEMM) and every elementwise op rerun)"
+                            : ""));
+    b_.note(fmt::format("eager PyTorch kernels, no torch.compile: {} per block forward, {} backward, {} in the "
+                        "embedding and {} in the head and loss (fp32 cross-entropy over micro_batch x sequence x "
+                        "vocab logits); an elementwise backward kernel moves twice its forward's bytes",
+                        layer.forward.size(), layer.backward.size(), embedding.forward.size() + embedding.backward.size(),
+                        head.forward.size() + head.backward.size()));
+    b_.note(std::string(t_.optimizer == Optimizer::adamw ? "fused AdamW: 28" : "SGD with momentum: 20") +
+            " B per local fp32 parameter" +
+            (t_.max_norm > 0 ? "; gradient clipping: one read for the norm, an all-reduce of one fp32, one scaling pass"
+                             : ""));
+    b_.note(fmt::format("CPU: {:.0f} us before every launch (Lin et al.'s mean op gap T1) plus the launch model's "
+                        "cost{}",
+                        t_.cpu_op_gap * 1e6, c_.limit_all_gathers ? "; FSDP1 rate limiter: the CPU waits before an "
+                                                                    "all-gather while two freed units are pending"
+                                                                  : ""));
+  }
+
+  const ModelConfig& m_;
+  const TrainingConfig& t_;
+  const FsdpConfig& c_;
+  ProgramBuilder b_;
+  double a_;   ///< bytes per parameter in param_dtype
+  double r_;   ///< bytes per gradient in reduce_dtype
+  std::vector<Unit> units_;
+  int shard_group_ = -1, replicate_group_ = -1;
+  int shard_size_ = 1, replicate_size_ = 1;
+  int compute_ = -1, all_gather_ = -1, reduce_scatter_ = -1, all_reduce_ = -1;
+  int previous_copy_out_ = -1;        ///< FSDP2 all_gather_state: last forward copy-out
+  int previous_reduce_scatter_ = -1;  ///< FSDP2 reduce_scatter_state
+  int last_reduction_ = -1;
+  std::deque<int> free_events_;       ///< FSDP1 rate limiter queue
+  int all_gathers_ = 0, reduce_scatters_ = 0, all_reduces_ = 0;
+};
+
+class FsdpGenerator : public Generator {
+ public:
+  Trace generate(const YAML::Node& doc, const YamlReader& reader, const JobContext& job) const override {
+    reader.check_keys(doc, "", {"version", "kind", "description", "model", "training", "fsdp"});
+    const ModelConfig model = read_model(doc, reader);
+    const TrainingConfig training = read_training(doc, reader);
+    const FsdpConfig fsdp = read_fsdp(doc, reader);
+    return FsdpEmitter(model, training, fsdp, job, reader, doc).emit();
+  }
+};
+
+}  // namespace
+}  // namespace stepsim::workloads
+
+using stepsim::workloads::FsdpGenerator;
+STEPSIM_REGISTER_GENERATOR(FsdpGenerator, "fsdp",
+                           "decoder-only transformer under PyTorch FSDP (FSDP2 as torchtitan runs it): all-gather, "
+                           "reduce-scatter and HSDP all-reduce overlapped with compute")

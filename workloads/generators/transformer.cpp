@@ -1,0 +1,585 @@
+#include "workloads/generators/transformer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+
+namespace stepsim::workloads::transformer {
+
+using platforms::YamlReader;
+
+namespace {
+
+std::string child(const std::string& path, const std::string& key) { return path + "." + key; }
+
+}  // namespace
+
+ModelConfig read_model(const YAML::Node& doc, const YamlReader& reader) {
+  const YAML::Node section = reader.require(doc, "", "model");
+  reader.check_keys(section, "model",
+                    {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation", "norm",
+                     "positions", "bias", "tied_embeddings"});
+  ModelConfig m;
+  auto count = [&](const std::string& key) {
+    return reader.get_int(reader.require(section, "model", key), child("model", key), 1);
+  };
+  m.layers = count("layers");
+  m.hidden = count("hidden");
+  m.heads = count("heads");
+  const YAML::Node heads = section["heads"];
+  if (m.hidden % m.heads != 0)
+    reader.fail("model.heads", heads,
+                fmt::format("heads ({}) must divide hidden ({}) so every head has hidden/heads dimensions", m.heads,
+                            m.hidden),
+                "use a divisor of hidden, e.g. heads: " + std::to_string(m.hidden / 128 > 0 ? m.hidden / 128 : 1) +
+                    " for 128-dimensional heads");
+  const YAML::Node kv = section["kv_heads"];
+  m.kv_heads = kv ? reader.get_int(kv, "model.kv_heads", 1) : m.heads;
+  if (m.heads % m.kv_heads != 0)
+    reader.fail("model.kv_heads", kv,
+                fmt::format("kv_heads ({}) must divide heads ({}): each key/value head serves heads/kv_heads query heads",
+                            m.kv_heads, m.heads),
+                "use a divisor of heads (kv_heads = heads is plain multi-head attention)");
+  m.ffn_hidden = count("ffn_hidden");
+  m.vocab = count("vocab");
+  if (const YAML::Node n = section["activation"])
+    m.activation = reader.get_choice(n, "model.activation", {"swiglu", "gelu"}) == "gelu" ? Activation::gelu
+                                                                                        : Activation::swiglu;
+  if (const YAML::Node n = section["norm"])
+    m.norm = reader.get_choice(n, "model.norm", {"rmsnorm", "layernorm"}) == "layernorm" ? Norm::layernorm
+                                                                                        : Norm::rmsnorm;
+  if (const YAML::Node n = section["positions"])
+    m.positions = reader.get_choice(n, "model.positions", {"rope", "learned"}) == "learned" ? Positions::learned
+                                                                                          : Positions::rope;
+  if (const YAML::Node n = section["bias"]) m.bias = reader.get_bool(n, "model.bias");
+  if (const YAML::Node n = section["tied_embeddings"]) m.tied_embeddings = reader.get_bool(n, "model.tied_embeddings");
+  return m;
+}
+
+TrainingConfig read_training(const YAML::Node& doc, const YamlReader& reader) {
+  const YAML::Node section = reader.require(doc, "", "training");
+  reader.check_keys(section, "training",
+                    {"micro_batch", "sequence", "gradient_accumulation", "param_dtype", "reduce_dtype", "optimizer",
+                     "max_norm", "cpu_op_gap"});
+  TrainingConfig t;
+  t.micro_batch = reader.get_int(reader.require(section, "training", "micro_batch"), "training.micro_batch", 1);
+  t.sequence = reader.get_int(reader.require(section, "training", "sequence"), "training.sequence", 1);
+  if (const YAML::Node n = section["gradient_accumulation"])
+    t.gradient_accumulation = reader.get_int(n, "training.gradient_accumulation", 1);
+  auto dtype = [&](const std::string& key, models::Dtype fallback) {
+    const YAML::Node n = section[key];
+    if (!n) return fallback;
+    const std::string path = child("training", key);
+    const std::string text = reader.get_choice(n, path, {"bf16", "bfloat16", "fp16", "float16", "fp32", "float32"});
+    return models::parse_dtype(text, reader.where(path, n));
+  };
+  t.param_dtype = dtype("param_dtype", t.param_dtype);
+  t.reduce_dtype = dtype("reduce_dtype", t.reduce_dtype);
+  if (const YAML::Node n = section["optimizer"])
+    t.optimizer = reader.get_choice(n, "training.optimizer", {"adamw", "sgd"}) == "sgd" ? Optimizer::sgd
+                                                                                     : Optimizer::adamw;
+  if (const YAML::Node n = section["max_norm"]) t.max_norm = reader.get_number(n, "training.max_norm");
+  if (const YAML::Node n = section["cpu_op_gap"]) t.cpu_op_gap = reader.get_duration(n, "training.cpu_op_gap");
+  return t;
+}
+
+Checkpointing read_checkpointing(const YAML::Node& node, const std::string& path, const YamlReader& reader) {
+  const std::string text = reader.get_choice(node, path, {"none", "selective", "full"});
+  return text == "full" ? Checkpointing::full : text == "selective" ? Checkpointing::selective : Checkpointing::none;
+}
+
+const char* to_string(Checkpointing checkpointing) {
+  switch (checkpointing) {
+    case Checkpointing::none: return "none";
+    case Checkpointing::selective: return "selective";
+    case Checkpointing::full: return "full";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Dims {
+  double h, q, kv, f, v;
+};
+Dims dims(const ModelConfig& m) {
+  const double hd = m.head_dim();
+  return {double(m.hidden), m.heads * hd, m.kv_heads * hd, double(m.ffn_hidden), double(m.vocab)};
+}
+double norm_params(const ModelConfig& m) { return m.norm == Norm::layernorm ? 2.0 * m.hidden : m.hidden; }
+double linear_params(const ModelConfig& m, double in, double out) { return in * out + (m.bias ? out : 0); }
+
+// The linears of one block as (name, in, out), in torchtitan's registration order.
+std::vector<std::tuple<std::string, double, double>> block_linears(const ModelConfig& m) {
+  const Dims d = dims(m);
+  std::vector<std::tuple<std::string, double, double>> out = {{"attention.wq", d.h, d.q},
+                                                              {"attention.wk", d.h, d.kv},
+                                                              {"attention.wv", d.h, d.kv},
+                                                              {"attention.wo", d.q, d.h}};
+  if (m.activation == Activation::swiglu) {
+    out.insert(out.end(), {{"feed_forward.w1", d.h, d.f}, {"feed_forward.w2", d.f, d.h}, {"feed_forward.w3", d.h, d.f}});
+  } else {
+    out.insert(out.end(), {{"feed_forward.fc1", d.h, d.f}, {"feed_forward.fc2", d.f, d.h}});
+  }
+  return out;
+}
+
+}  // namespace
+
+double layer_params(const ModelConfig& m) {
+  double total = 2 * norm_params(m);
+  for (const auto& [_, in, out] : block_linears(m)) total += linear_params(m, in, out);
+  return total;
+}
+
+double embedding_params(const ModelConfig& m, const TrainingConfig& t) {
+  return double(m.vocab) * m.hidden + (m.positions == Positions::learned ? double(t.sequence) * m.hidden : 0);
+}
+
+double head_params(const ModelConfig& m) {
+  return norm_params(m) + (m.tied_embeddings ? 0 : linear_params(m, m.hidden, m.vocab));
+}
+
+double total_params(const ModelConfig& m, const TrainingConfig& t) {
+  return embedding_params(m, t) + m.layers * layer_params(m) + head_params(m);
+}
+
+double flop_params(const ModelConfig& m, const TrainingConfig& t) {
+  const double table = double(m.vocab) * m.hidden;
+  return total_params(m, t) - table + (m.tied_embeddings ? table : 0);
+}
+
+double model_flops_per_iteration(const ModelConfig& m, const TrainingConfig& t) {
+  const double per_token = 6 * flop_params(m, t) + 12.0 * m.layers * m.heads * m.head_dim() * t.sequence;
+  return per_token * t.tokens() * t.gradient_accumulation;
+}
+
+models::KernelSpec elementwise(models::Dtype dtype, double elements, double bytes_read, double bytes_written,
+                               double flops) {
+  models::KernelSpec spec;
+  spec.kind = "elementwise";
+  spec.dtype = dtype;
+  spec.params = {{"elements", elements}, {"bytes_read", bytes_read}, {"bytes_written", bytes_written}, {"flops", flops}};
+  return spec;
+}
+
+namespace {
+
+// One module call of the forward and what autograd runs for it, with the selective-policy
+// facts torchtitan's op-level SAC needs.
+struct ModuleOp {
+  Kernels forward;
+  Kernels backward;                 ///< in launch order
+  bool matmul = false;              ///< an aten.mm (counted by the selective policy)
+  bool attention = false;           ///< SDPA: always saved by the selective policy
+  std::string weight;               ///< parameter whose gradient is complete after `backward`
+  double weight_params = 0;
+};
+
+class OpFactory {
+ public:
+  OpFactory(const ModelConfig& m, const TrainingConfig& t) : m_(m), t_(t), a_(models::bytes_of(t.param_dtype)) {}
+
+  double act() const { return a_; }
+
+  Kernel ew(const std::string& name, double elements, double read_per, double written_per, double flops_per = 1) const {
+    return {name, elementwise(t_.param_dtype, elements, read_per, written_per, flops_per)};
+  }
+
+  // An elementwise op whose backward kernels each read the saved input and the incoming
+  // gradient and write the input gradient: twice the forward kernel's traffic.
+  ModuleOp pointwise(Kernels forward) const {
+    ModuleOp op;
+    for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+      Kernel k = *it;
+      k.name += ".backward";
+      k.spec.params["bytes_read"] *= 2;
+      k.spec.params["bytes_written"] *= 2;
+      op.backward.push_back(std::move(k));
+    }
+    op.forward = std::move(forward);
+    return op;
+  }
+
+  // torchtitan's RMSNorm in eager: x.float(), pow(2), mean, + eps, rsqrt, x * rsqrt, type_as(x),
+  // * weight (torchtitan/models/norms.py); nn.LayerNorm is one fused kernel each way.
+  ModuleOp norm(const std::string& name, double tokens) const {
+    const double e = tokens * m_.hidden;
+    ModuleOp op;
+    if (m_.norm == Norm::rmsnorm) {
+      op = pointwise({ew(name + ".float", e, a_, 4), ew(name + ".pow", e, 4, 4), ew(name + ".mean", e, 4, 0),
+                      ew(name + ".add_eps", tokens, 4, 4), ew(name + ".rsqrt", tokens, 4, 4),
+                      ew(name + ".mul_rsqrt", e, 4, 4), ew(name + ".type_as", e, 4, a_), ew(name + ".mul_weight", e, a_, a_)});
+    } else {
+      op.forward = {ew(name, e, a_, a_, 8)};
+      op.backward = {ew(name + ".backward_input", e, 2 * a_, a_, 8), ew(name + ".backward_weight", e, 2 * a_, 0, 2)};
+    }
+    op.weight = name;
+    op.weight_params = norm_params(m_);
+    return op;
+  }
+
+  // x @ W^T over T tokens: forward GEMM (m=T, n=out, k=in); backward dgrad (m=T, n=in, k=out)
+  // and wgrad (m=out, n=in, k=T), the same FLOPs each; a bias adds a column-sum kernel.
+  ModuleOp linear(const std::string& name, double tokens, double in, double out) const {
+    ModuleOp op;
+    op.matmul = true;
+    op.forward = {{name, gemm(tokens, out, in)}};
+    op.backward = {{name + ".dgrad", gemm(tokens, in, out)}, {name + ".wgrad", gemm(out, in, tokens)}};
+    if (m_.bias) op.backward.push_back(ew(name + ".bias_grad", tokens * out, a_, 0));
+    op.weight = name;
+    op.weight_params = linear_params(m_, in, out);
+    return op;
+  }
+
+  // torch.autocast's cast of `linear`'s fp32 weight to param_dtype, and of its gradient back:
+  // the fp32 gradient, hence the parameter's, is complete only after that cast.
+  ModuleOp weight_cast(const std::string& name, ModuleOp& linear, double params) const {
+    ModuleOp op;
+    op.forward = {ew(name + ".cast", params, 4, a_)};
+    op.backward = {ew(name + ".cast.backward", params, a_, 4)};
+    op.weight = std::move(linear.weight);
+    op.weight_params = linear.weight_params;
+    linear.weight.clear();
+    return op;
+  }
+
+  models::KernelSpec gemm(double m, double n, double k) const {
+    models::KernelSpec spec;
+    spec.kind = "gemm";
+    spec.dtype = t_.param_dtype;
+    spec.params = {{"m", m}, {"n", n}, {"k", k}, {"batch", 1}};
+    return spec;
+  }
+
+ private:
+  const ModelConfig& m_;
+  const TrainingConfig& t_;
+  double a_;   ///< bytes of one activation element
+};
+
+// Assembles a Block from ops in forward order; `saved(i)` says whether op i's outputs are kept
+// (not recomputed) under the block's checkpointing.
+template <class Saved>
+Block assemble(const std::vector<ModuleOp>& ops, const std::vector<std::string>& registration, Saved saved) {
+  Block block;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    block.forward.insert(block.forward.end(), ops[i].forward.begin(), ops[i].forward.end());
+    if (!saved(i)) {
+      for (Kernel k : ops[i].forward) {
+        k.name += ".recompute";
+        block.recompute.push_back(std::move(k));
+      }
+    }
+  }
+  std::map<std::string, GradReady> ready;
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    block.backward.insert(block.backward.end(), it->backward.begin(), it->backward.end());
+    if (!it->weight.empty())
+      ready[it->weight] = {it->weight, it->weight_params, static_cast<int>(block.backward.size()) - 1};
+  }
+  for (const std::string& name : registration) {
+    auto found = ready.find(name);
+    if (found == ready.end()) throw std::logic_error("transformer: no gradient for " + name);
+    block.grads.push_back(found->second);
+  }
+  return block;
+}
+
+}  // namespace
+
+Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing checkpointing, bool cast_weights) {
+  const OpFactory f(m, t);
+  const Dims d = dims(m);
+  const double tokens = t.tokens(), a = f.act();
+  std::vector<ModuleOp> ops;
+  auto linear = [&](const std::string& name, double in, double out) {
+    ModuleOp op = f.linear(name, tokens, in, out);
+    if (cast_weights) ops.push_back(f.weight_cast(name, op, in * out));
+    ops.push_back(op);
+  };
+  ops.push_back(f.norm("attention_norm", tokens));
+  linear("attention.wq", d.h, d.q);
+  linear("attention.wk", d.h, d.kv);
+  linear("attention.wv", d.h, d.kv);
+  if (m.positions == Positions::rope) {
+    // apply_rotary_emb: view as complex fp32, multiply by freqs_cis, cast back; for q and k.
+    Kernels rope;
+    for (const auto& [which, width] : {std::pair{"q", d.q}, std::pair{"k", d.kv}}) {
+      const std::string name = std::string("attention.rope_") + which;
+      rope.push_back(f.ew(name + ".float", tokens * width, a, 4));
+      rope.push_back(f.ew(name + ".mul", tokens * width, 4, 4, 3));
+      rope.push_back(f.ew(name + ".type_as", tokens * width, 4, a));
+    }
+    ops.push_back(f.pointwise(rope));
+  }
+  if (m.kv_heads < m.heads) {
+    // repeat_kv expands K and V to every query head with a copy; its backward sums them back.
+    ModuleOp repeat;
+    for (const char* which : {"k", "v"}) {
+      const std::string name = std::string("attention.repeat_kv_") + which;
+      repeat.forward.push_back(f.ew(name, tokens * d.kv, a, a * d.q / d.kv, 0));
+      repeat.backward.push_back(f.ew(name + ".backward", tokens * d.kv, a * d.q / d.kv, a));
+    }
+    ops.push_back(repeat);
+  }
+  {
+    ModuleOp sdpa;
+    sdpa.attention = true;
+    models::KernelSpec spec;
+    spec.kind = "attention";
+    spec.dtype = t.param_dtype;
+    // K and V reach SDPA already expanded to `heads` heads by repeat_kv.
+    spec.params = {{"batch", double(t.micro_batch)}, {"heads", double(m.heads)}, {"kv_heads", double(m.heads)},
+                   {"seq_q", double(t.sequence)}, {"seq_kv", double(t.sequence)}, {"head_dim", double(m.head_dim())},
+                   {"causal", 1}, {"backward", 0}};
+    sdpa.forward = {{"attention.sdpa", spec}};
+    spec.params["backward"] = 1;
+    sdpa.backward = {{"attention.sdpa.backward", spec}};
+    ops.push_back(sdpa);
+  }
+  {
+    // output.transpose(1, 2).contiguous(); the backward copies the gradient back.
+    ModuleOp transpose;
+    transpose.forward = {f.ew("attention.contiguous", tokens * d.q, a, a, 0)};
+    transpose.backward = {f.ew("attention.contiguous.backward", tokens * d.q, a, a, 0)};
+    ops.push_back(transpose);
+  }
+  linear("attention.wo", d.q, d.h);
+  // h = x + attention(...): the backward sums the two gradients where x forked.
+  auto residual = [&](const std::string& name) {
+    ModuleOp add;
+    add.forward = {f.ew(name, tokens * d.h, 2 * a, a)};
+    add.backward = {f.ew(name + ".backward", tokens * d.h, 2 * a, a)};
+    ops.push_back(add);
+  };
+  residual("attention_residual");
+  ops.push_back(f.norm("ffn_norm", tokens));
+  if (m.activation == Activation::swiglu) {
+    // w2(F.silu(w1(x)) * w3(x)), in Python evaluation order.
+    linear("feed_forward.w1", d.h, d.f);
+    ops.push_back(f.pointwise({f.ew("feed_forward.silu", tokens * d.f, a, a, 4)}));
+    linear("feed_forward.w3", d.h, d.f);
+    ModuleOp mul;
+    mul.forward = {f.ew("feed_forward.mul", tokens * d.f, 2 * a, a)};
+    mul.backward = {f.ew("feed_forward.mul.backward_a", tokens * d.f, 2 * a, a),
+                    f.ew("feed_forward.mul.backward_b", tokens * d.f, 2 * a, a)};
+    ops.push_back(mul);
+    linear("feed_forward.w2", d.f, d.h);
+  } else {
+    linear("feed_forward.fc1", d.h, d.f);
+    ops.push_back(f.pointwise({f.ew("feed_forward.gelu", tokens * d.f, a, a, 8)}));
+    linear("feed_forward.fc2", d.f, d.h);
+  }
+  residual("ffn_residual");
+
+  std::vector<std::string> registration;
+  for (const auto& [name, _, __] : block_linears(m)) registration.push_back(name);
+  registration.insert(registration.end(), {"attention_norm", "ffn_norm"});
+
+  // torchtitan's op-level selective AC (torchtitan/parallelisms/parallelize_llama.py,
+  // _apply_ac_to_transformer_block): save the outputs of SDPA and of every mm except every
+  // second one per block; recompute everything else.
+  std::vector<bool> saved(ops.size());
+  int mm = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    switch (checkpointing) {
+      case Checkpointing::none: saved[i] = true; break;
+      case Checkpointing::full: saved[i] = false; break;
+      case Checkpointing::selective: saved[i] = ops[i].attention || (ops[i].matmul && ++mm % 2 == 1); break;
+    }
+  }
+  return assemble(ops, registration, [&](std::size_t i) { return bool(saved[i]); });
+}
+
+Block embedding_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights) {
+  const OpFactory f(m, t);
+  const double tokens = t.tokens(), h = m.hidden;
+  std::vector<ModuleOp> ops;
+  std::vector<std::string> registration = {"tok_embeddings"};
+  ModuleOp lookup;
+  const double table = double(m.vocab) * h;
+  // Under torch.autocast the lookup is not an autocast op: the table and its rows stay fp32.
+  const double w = cast_weights ? 4 : f.act();
+  lookup.forward = {f.ew("tok_embeddings", tokens * h, w, w, 0)};
+  // embedding_dense_backward: zero the table's gradient, scatter-add the rows; a tied output
+  // projection's gradient is then accumulated into it.
+  lookup.backward = {f.ew("tok_embeddings.backward_zero", table, 0, w, 0),
+                     f.ew("tok_embeddings.backward_scatter", tokens * h, 2 * w, w)};
+  if (m.tied_embeddings) lookup.backward.push_back(f.ew("tok_embeddings.backward_tied_sum", table, 2 * w, w));
+  lookup.weight = "tok_embeddings";
+  lookup.weight_params = table;
+  ops.push_back(lookup);
+  if (m.positions == Positions::learned) {
+    ModuleOp positions;
+    positions.forward = {f.ew("pos_embeddings", tokens * h, w, w, 0), f.ew("pos_embeddings.add", tokens * h, 2 * w, w)};
+    // The gradient of the table sums the batch's gradients position by position.
+    positions.backward = {f.ew("pos_embeddings.backward", tokens * h, w, w * t.sequence / tokens)};
+    positions.weight = "pos_embeddings";
+    positions.weight_params = double(t.sequence) * h;
+    ops.push_back(positions);
+    registration.push_back("pos_embeddings");
+  }
+  return assemble(ops, registration, [](std::size_t) { return true; });
+}
+
+Block head_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights) {
+  const OpFactory f(m, t);
+  const double tokens = t.tokens(), a = f.act(), logits = tokens * m.vocab;
+  std::vector<ModuleOp> ops;
+  ops.push_back(f.norm("norm", tokens));
+  std::vector<std::string> registration = {"norm"};
+  ModuleOp output = f.linear("output", tokens, m.hidden, m.vocab);
+  if (m.tied_embeddings) output.weight.clear();   // its gradient lands in tok_embeddings
+  else registration.push_back("output");
+  if (cast_weights) ops.push_back(f.weight_cast("output", output, double(m.hidden) * m.vocab));
+  ops.push_back(output);
+  // torchtitan's loss_fn: cross_entropy(pred.flatten(0, 1).float(), labels): cast the logits to
+  // fp32, log_softmax, nll_loss; backward: nll's one-hot gradient, log_softmax's, cast back.
+  ModuleOp loss;
+  loss.forward = {f.ew("loss.float", logits, a, 4, 0), f.ew("loss.log_softmax", logits, 4, 4, 4),
+                  f.ew("loss.nll", tokens, 8, 4)};
+  loss.backward = {f.ew("loss.nll.backward", logits, 0, 4, 0), f.ew("loss.log_softmax.backward", logits, 8, 4, 3),
+                   f.ew("loss.float.backward", logits, 4, a, 0)};
+  ops.push_back(loss);
+  return assemble(ops, registration, [](std::size_t) { return true; });
+}
+
+Kernels clip_norm_kernels(const TrainingConfig& t, double params) {
+  if (t.max_norm <= 0) return {};
+  // clip_grad_norm_(foreach=True): _foreach_norm reads every fp32 gradient once.
+  return {{"clip_grad_norm.norm", elementwise(models::Dtype::fp32, params, 4, 0, 2)}};
+}
+
+Kernels clip_scale_kernels(const TrainingConfig& t, double params) {
+  if (t.max_norm <= 0) return {};
+  return {{"clip_grad_norm.scale", elementwise(models::Dtype::fp32, params, 4, 4, 1)}};
+}
+
+Kernels optimizer_kernels(const TrainingConfig& t, double params) {
+  // fp32 parameters and states. AdamW (torch _fused_adamw_, torchtitan's default
+  // optimizer.implementation = "fused"): reads param, grad, exp_avg, exp_avg_sq and writes
+  // param, exp_avg, exp_avg_sq: 28 bytes per parameter. SGD with momentum: reads param, grad,
+  // momentum, writes param, momentum: 20 bytes.
+  if (t.optimizer == Optimizer::sgd)
+    return {{"optimizer.sgd", elementwise(models::Dtype::fp32, params, 12, 8, 3)}};
+  return {{"optimizer.adamw", elementwise(models::Dtype::fp32, params, 16, 12, 16)}};
+}
+
+ProgramBuilder::ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap) : cpu_op_gap_(cpu_op_gap) {
+  trace_.origin = std::move(origin);
+  trace_.ranks = ranks;
+  trace_.programs.resize(1);
+  trace_.program_of_rank.assign(static_cast<std::size_t>(ranks), 0);
+  if (cpu_op_gap_ > 0) gap_name_ = name_index("cpu.op_gap");
+}
+
+int ProgramBuilder::stream(const std::string& name) {
+  auto& streams = trace_.programs[0].streams;
+  auto it = std::find(streams.begin(), streams.end(), name);
+  if (it != streams.end()) return static_cast<int>(it - streams.begin());
+  streams.push_back(name);
+  return static_cast<int>(streams.size()) - 1;
+}
+
+int ProgramBuilder::event(const std::string& name) {
+  auto& events = trace_.programs[0].events;
+  auto it = std::find(events.begin(), events.end(), name);
+  if (it != events.end()) return static_cast<int>(it - events.begin());
+  events.push_back(name);
+  return static_cast<int>(events.size()) - 1;
+}
+
+int ProgramBuilder::group(ProcessGroup group) {
+  trace_.groups.push_back(std::move(group));
+  return static_cast<int>(trace_.groups.size()) - 1;
+}
+
+int ProgramBuilder::name_index(const std::string& name) {
+  auto [it, inserted] = names_.emplace(name, static_cast<int>(trace_.names.size()));
+  if (inserted) trace_.names.push_back(name);
+  return it->second;
+}
+
+void ProgramBuilder::gap() {
+  if (gap_name_ < 0) return;
+  Op op;
+  op.kind = OpKind::cpu;
+  op.name = gap_name_;
+  op.duration = cpu_op_gap_;
+  trace_.programs[0].ops.push_back(op);
+}
+
+void ProgramBuilder::kernel(int stream, const std::string& prefix, const Kernel& kernel) {
+  std::string key = kernel.spec.kind + "|" + models::to_string(kernel.spec.dtype);
+  for (const auto& [param, value] : kernel.spec.params) key += fmt::format("|{}={}", param, value);
+  auto [it, inserted] = kernels_.emplace(key, static_cast<int>(trace_.kernels.size()));
+  if (inserted) {
+    models::KernelSpec spec = kernel.spec;
+    models::complete_kernel(spec, trace_.origin + ": generated kernel '" + kernel.name + "'");
+    trace_.kernels.push_back(std::move(spec));
+  }
+  gap();
+  Op op;
+  op.kind = OpKind::kernel;
+  op.stream = stream;
+  op.name = name_index(prefix + kernel.name);
+  op.kernel = it->second;
+  trace_.programs[0].ops.push_back(op);
+}
+
+void ProgramBuilder::kernels(int stream, const std::string& prefix, const Kernels& kernels) {
+  for (const Kernel& k : kernels) kernel(stream, prefix, k);
+}
+
+void ProgramBuilder::collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group) {
+  const ProcessGroup& g = trace_.groups.at(static_cast<std::size_t>(group));
+  if (g.subgroups.empty() || g.subgroups.front().size() < 2) return;
+  CollectiveCall call;
+  call.op = op;
+  call.bytes = bytes;
+  call.group = group;
+  auto it = std::find_if(trace_.collectives.begin(), trace_.collectives.end(), [&](const CollectiveCall& c) {
+    return c.op == call.op && c.bytes == call.bytes && c.group == call.group;
+  });
+  if (it == trace_.collectives.end()) it = trace_.collectives.insert(trace_.collectives.end(), call);
+  gap();
+  Op o;
+  o.kind = OpKind::collective;
+  o.stream = stream;
+  o.name = name_index(name);
+  o.collective = static_cast<int>(it - trace_.collectives.begin());
+  trace_.programs[0].ops.push_back(o);
+}
+
+void ProgramBuilder::record(int stream, int event) {
+  Op op;
+  op.kind = OpKind::record;
+  op.stream = stream;
+  op.event = event;
+  trace_.programs[0].ops.push_back(op);
+}
+
+void ProgramBuilder::wait(int stream, int event) {
+  Op op;
+  op.kind = OpKind::wait;
+  op.stream = stream;
+  op.event = event;
+  trace_.programs[0].ops.push_back(op);
+}
+
+void ProgramBuilder::sync_event(int event) {
+  Op op;
+  op.kind = OpKind::sync;
+  op.event = event;
+  trace_.programs[0].ops.push_back(op);
+}
+
+void ProgramBuilder::note(std::string text) { trace_.notes.push_back(std::move(text)); }
+
+Trace ProgramBuilder::finish() { return std::move(trace_); }
+
+}  // namespace stepsim::workloads::transformer

@@ -1,0 +1,166 @@
+#pragma once
+/// @file The decoder-only transformer that the fsdp and ddp generators share: the `model:` and
+/// `training:` sections of their YAML, parameter counts, the kernels eager PyTorch launches for
+/// each pass of a layer, the embedding and the head, and a builder that appends ops to the one
+/// Program every rank of a data-parallel job runs. Internal to workloads/generators/.
+///
+/// Contract: the passes follow torchtitan's Llama (pytorch/torchtitan, torchtitan/models/llama/
+/// model.py, Dec 2024) in eager mode without torch.compile; docs/fsdp.md lists every kernel, its
+/// shape and the bytes assumed for the memory-bound ones. GEMM FLOPs are exact: the forward of
+/// a linear layer with P weights over T tokens is 2·P·T, its backward two GEMMs (dgrad, wgrad)
+/// of 2·P·T each, so a pass without recomputation does 6·P·T in GEMMs.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "models/compute/kernel.hpp"
+#include "platforms/yaml_reader.hpp"
+#include "workloads/trace.hpp"
+
+namespace stepsim::workloads::transformer {
+
+enum class Activation : std::uint8_t { swiglu, gelu };
+enum class Norm : std::uint8_t { rmsnorm, layernorm };
+enum class Positions : std::uint8_t { rope, learned };
+
+/// @brief The `model:` section: a pre-norm decoder-only transformer.
+struct ModelConfig {
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;              ///< < heads: grouped-query attention
+  int ffn_hidden = 0;
+  int vocab = 0;
+  Activation activation = Activation::swiglu;   ///< swiglu: w1, w3, w2 (Llama); gelu: fc1, fc2 (GPT)
+  Norm norm = Norm::rmsnorm;
+  Positions positions = Positions::rope;        ///< learned: a sequence x hidden table (GPT)
+  bool bias = false;                            ///< linear layers carry biases (GPT)
+  bool tied_embeddings = false;                 ///< the output projection reuses the token embedding
+  int head_dim() const { return hidden / heads; }
+};
+
+/// @brief Activation checkpointing of the transformer blocks (torchtitan's `activation_checkpoint`).
+enum class Checkpointing : std::uint8_t { none, selective, full };
+enum class Optimizer : std::uint8_t { adamw, sgd };
+
+/// @brief The `training:` section.
+struct TrainingConfig {
+  int micro_batch = 1;              ///< sequences per rank per micro-batch
+  int sequence = 1;                 ///< tokens per sequence
+  int gradient_accumulation = 1;    ///< micro-batches per optimizer step
+  models::Dtype param_dtype = models::Dtype::bf16;    ///< dtype of the GEMMs and activations
+  models::Dtype reduce_dtype = models::Dtype::fp32;   ///< dtype gradients are reduced in
+  Optimizer optimizer = Optimizer::adamw;
+  double max_norm = 1.0;            ///< gradient clipping (torchtitan training.max_norm); 0 = off
+  Seconds cpu_op_gap = 21e-6;       ///< CPU time between two PyTorch ops (Lin et al. T1)
+  double tokens() const { return static_cast<double>(micro_batch) * sequence; }  ///< per micro-batch
+};
+
+/// @brief Reads `model:`; rejects unknown keys, heads not dividing hidden, kv_heads not
+/// dividing heads. Errors name reader.origin(), the key path, the line and a fix.
+ModelConfig read_model(const YAML::Node& doc, const platforms::YamlReader& reader);
+/// @brief Reads `training:` (keys and defaults in docs/fsdp.md).
+TrainingConfig read_training(const YAML::Node& doc, const platforms::YamlReader& reader);
+/// @brief Reads an `activation_checkpointing:` value (none, selective, full) at `path`.
+Checkpointing read_checkpointing(const YAML::Node& node, const std::string& path,
+                                 const platforms::YamlReader& reader);
+const char* to_string(Checkpointing checkpointing);
+
+/// @brief Weights of one transformer block (attention, MLP, both norms, biases).
+double layer_params(const ModelConfig& model);
+/// @brief Weights of the token embedding, plus the position table when positions are learned.
+double embedding_params(const ModelConfig& model, const TrainingConfig& training);
+/// @brief Weights of the final norm and the output projection (none when tied).
+double head_params(const ModelConfig& model);
+double total_params(const ModelConfig& model, const TrainingConfig& training);
+/// @brief The N of torchtitan's MFU count: every parameter but the token embedding (a lookup),
+/// with a tied output projection counted, as it still runs its GEMM.
+double flop_params(const ModelConfig& model, const TrainingConfig& training);
+
+/// @brief Model FLOPs of one rank's iteration as torchtitan counts them for MFU
+/// (torchtitan/utils.py get_num_flop_per_token): per token 6 N + 12 L H d S, N the
+/// parameters without the token embedding, attention counted without the causal half.
+double model_flops_per_iteration(const ModelConfig& model, const TrainingConfig& training);
+
+/// @brief One kernel launch; `name` is relative to its module (e.g. "attention.wq").
+struct Kernel {
+  std::string name;
+  models::KernelSpec spec;
+};
+using Kernels = std::vector<Kernel>;
+
+/// @brief A parameter tensor whose gradient is complete after backward kernel `ready_after`.
+struct GradReady {
+  std::string name;
+  double params = 0;
+  int ready_after = 0;   ///< index into Block::backward
+};
+
+/// @brief The kernels of one module's passes, in launch order.
+struct Block {
+  Kernels forward;
+  Kernels recompute;          ///< what activation checkpointing re-runs before `backward`
+  Kernels backward;
+  std::vector<GradReady> grads;   ///< in module registration order (DDP buckets follow it)
+};
+
+/// @brief A transformer block. `cast_weights` adds autocast's per-forward cast of fp32
+/// weights to param_dtype (DDP under torch.autocast; FSDP gathers weights already cast).
+Block layer_block(const ModelConfig& model, const TrainingConfig& training, Checkpointing checkpointing,
+                  bool cast_weights);
+/// @brief Token embedding lookup (+ learned positions); with `cast_weights` (autocast) the
+/// lookup runs in fp32, as autocast leaves embeddings alone.
+Block embedding_block(const ModelConfig& model, const TrainingConfig& training, bool cast_weights);
+/// @brief Final norm, output projection and the fp32 cross-entropy loss (torchtitan's loss_fn).
+Block head_block(const ModelConfig& model, const TrainingConfig& training, bool cast_weights);
+
+/// @brief An elementwise (memory-bound) kernel over `elements`, with bytes and FLOPs per element.
+models::KernelSpec elementwise(models::Dtype dtype, double elements, double bytes_read, double bytes_written,
+                               double flops);
+/// @brief The kernels of gradient clipping's norm over `params` local fp32 gradients (before the
+/// norm's all-reduce) and of the scaling after it; empty when max_norm is 0.
+Kernels clip_norm_kernels(const TrainingConfig& training, double params);
+Kernels clip_scale_kernels(const TrainingConfig& training, double params);
+/// @brief The optimizer step over `params` local fp32 parameters.
+Kernels optimizer_kernels(const TrainingConfig& training, double params);
+
+/// @brief Appends ops to the single Program all ranks of a data-parallel job share, interning
+/// names, kernels (completed with models::complete_kernel) and collectives. Every issued GPU op
+/// is preceded by a `cpu` op of the training's cpu_op_gap (Lin et al.'s T1) when it is > 0.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap);
+
+  int stream(const std::string& name);
+  int event(const std::string& name);
+  int group(ProcessGroup group);
+
+  void kernel(int stream, const std::string& prefix, const Kernel& kernel);
+  void kernels(int stream, const std::string& prefix, const Kernels& kernels);
+  /// @brief Issues a collective on `group`; skipped (nothing issued) when the subgroups have
+  /// one rank, as NCCL then only copies locally.
+  void collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group);
+  void record(int stream, int event);
+  void wait(int stream, int event);
+  void sync_event(int event);
+  void note(std::string text);
+  void set_work(Work work) { trace_.work = std::move(work); }
+
+  /// @brief The trace: one Program, run by every rank.
+  Trace finish();
+
+ private:
+  int name_index(const std::string& name);
+  void gap();
+
+  Trace trace_;
+  Seconds cpu_op_gap_;
+  int gap_name_ = -1;
+  std::map<std::string, int> names_;
+  std::map<std::string, int> kernels_;   ///< serialised spec -> Trace::kernels index
+};
+
+}  // namespace stepsim::workloads::transformer

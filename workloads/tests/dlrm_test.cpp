@@ -1,0 +1,438 @@
+// The DLRM generator and its sharding planners: communication sizes against hand computation,
+// planner placements on hand cases, determinism, the memory check, DDP buckets, the preset,
+// and the bad-input catalogue.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "platforms/config_error.hpp"
+#include "platforms/loader.hpp"
+#include "workloads/generators/dlrm_sharding.hpp"
+#include "workloads/workload.hpp"
+
+namespace stepsim::workloads {
+namespace {
+
+constexpr double kMiB = 1048576.0;
+
+// A small DLRM: 4 tables of dim 16, batch 1024, fp32; `extra` is appended (sharding: ...).
+std::string small_dlrm(const std::string& tables = "{rows: [100, 200, 300, 400]}",
+                       const std::string& training = "{global_batch: 1024}", const std::string& extra = "") {
+  return "version: 1\nkind: dlrm\nmodel:\n  dense_features: 13\n  bottom_mlp: [32, 16]\n  top_mlp: [64, 1]\n"
+         "  embedding_dim: 16\n  tables: " +
+         tables + "\ntraining: " + training + "\n" + extra;
+}
+
+class Dlrm : public ::testing::Test {
+ protected:
+  Trace parse(const std::string& text, const std::string& gpus) {
+    const platforms::Allocation allocation = platforms::parse_allocation(gpus, platform_);
+    return parse_workload(text, "test.yaml", JobContext{platform_, allocation});
+  }
+  Trace preset(const std::string& gpus) {
+    const platforms::Allocation allocation = platforms::parse_allocation(gpus, platform_);
+    return load_workload("dlrm-criteo-1tb", JobContext{platform_, allocation});
+  }
+  // The ConfigError text `text` raises on `gpus`.
+  std::string error(const std::string& text, const std::string& gpus = "0,1") {
+    try {
+      parse(text, gpus);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no ConfigError";
+    return {};
+  }
+
+  platforms::Platform platform_ = platforms::load_platform("dgx-a100");
+};
+
+// Collectives of one op kind that rank `rank` issues, in order.
+std::vector<CollectiveCall> calls(const Trace& t, int rank, models::CollectiveOp op) {
+  std::vector<CollectiveCall> out;
+  for (const Op& o : t.program(rank).ops)
+    if (o.kind == OpKind::collective && t.collectives[o.collective].op == op) out.push_back(t.collectives[o.collective]);
+  return out;
+}
+
+std::vector<const models::KernelSpec*> kernels(const Trace& t, int rank, const std::string& kind) {
+  std::vector<const models::KernelSpec*> out;
+  for (const Op& o : t.program(rank).ops)
+    if (o.kind == OpKind::kernel && t.kernels[o.kernel].kind == kind) out.push_back(&t.kernels[o.kernel]);
+  return out;
+}
+
+std::vector<EmbeddingTable> tables_of_rows(const std::vector<double>& rows, int dim = 1) {
+  std::vector<EmbeddingTable> out;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::string name = "t";
+    name += std::to_string(i);  // not "t" + ...: GCC 12's -Wrestrict false positive
+    out.push_back({name, rows[i], dim, 1, 4});
+  }
+  return out;
+}
+
+ShardingRequest request(std::vector<EmbeddingTable> tables, int ranks, const std::string& planner) {
+  ShardingRequest r;
+  r.tables = std::move(tables);
+  r.ranks = ranks;
+  r.planner = planner;
+  return r;
+}
+
+// ---------------------------------------------------------------- communication sizes
+
+TEST_F(Dlrm, TableWiseAlltoallMatchesHandComputation) {
+  // naive: rank 0 holds tables 0 and 2, rank 1 tables 1 and 3. Each rank sends its 2 tables x
+  // 512 local samples x 16 x 4 B = 64 KiB to its peer; nccl-tests size (per-rank buffer, its
+  // own block included) = 2 tables x 1024 samples x 16 x 4 B = 128 KiB.
+  const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024}",
+                                   "sharding: {plan: table_wise, planner: naive}\n"),
+                        "0,1");
+  for (int rank : {0, 1}) {
+    const auto a2a = calls(t, rank, models::CollectiveOp::alltoall);
+    ASSERT_EQ(a2a.size(), 2u) << "forward and backward";
+    EXPECT_EQ(a2a[0].bytes, 2 * 1024 * 16 * 4.0);
+    EXPECT_EQ(a2a[1].bytes, a2a[0].bytes);
+    const auto lookups = kernels(t, rank, "embedding_forward");
+    ASSERT_EQ(lookups.size(), 2u) << "two tables of different rows: one kernel each";
+    for (const auto* k : lookups) {
+      EXPECT_EQ(k->param("batch"), 1024) << "table-wise looks up the global batch";
+      EXPECT_EQ(k->param("tables"), 1);
+      EXPECT_EQ(k->param("dim"), 16);
+    }
+  }
+  EXPECT_EQ(kernels(t, 0, "embedding_forward")[0]->param("rows"), 100);
+  EXPECT_EQ(kernels(t, 0, "embedding_forward")[1]->param("rows"), 300);
+  EXPECT_EQ(t.work.items_per_rank, 512);
+}
+
+TEST_F(Dlrm, UnequalSharesUseMaxOfMax) {
+  // 3 tables on 2 ranks (naive): s0 = 2 x 512 x 16 x 4 = 65536, s1 = 32768. Rank 0 sends
+  // 65536, rank 1 receives 65536: busiest 65536 bytes, size = 2/1 x 65536.
+  const Trace t = parse(small_dlrm("{rows: [100, 200, 300]}", "{global_batch: 1024}",
+                                   "sharding: {planner: naive}\n"),
+                        "0,1");
+  EXPECT_EQ(calls(t, 1, models::CollectiveOp::alltoall)[0].bytes, 131072);
+  bool noted = false;
+  for (const std::string& n : t.notes) noted = noted || n.find("max of") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST_F(Dlrm, AmpHalvesTheAlltoall) {
+  const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024, dtype: fp16}",
+                                   "sharding: {planner: naive}\n"),
+                        "0,1");
+  EXPECT_EQ(calls(t, 0, models::CollectiveOp::alltoall)[0].bytes, 2 * 1024 * 16 * 2.0);
+  for (const auto* k : kernels(t, 0, "gemm")) EXPECT_EQ(k->dtype, models::Dtype::fp16);
+  EXPECT_EQ(kernels(t, 0, "embedding_forward")[0]->dtype, models::Dtype::fp32);
+}
+
+TEST_F(Dlrm, RowWiseReduceScattersPooledSums) {
+  // Every rank holds a block of every table's rows and looks up the whole batch; the partial
+  // sums of all 4 tables (4 x 16 values per sample) are reduce-scattered: 4 x 16 x 1024 x 4 B.
+  const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400], pooling: 8}", "{global_batch: 1024}",
+                                   "sharding: {plan: row_wise}\n"),
+                        "0,1");
+  for (int rank : {0, 1}) {
+    EXPECT_TRUE(calls(t, rank, models::CollectiveOp::alltoall).empty());
+    const auto rs = calls(t, rank, models::CollectiveOp::reduce_scatter);
+    const auto ag = calls(t, rank, models::CollectiveOp::allgather);
+    ASSERT_EQ(rs.size(), 1u);
+    ASSERT_EQ(ag.size(), 1u);
+    EXPECT_EQ(rs[0].bytes, 4 * 16 * 1024 * 4.0);
+    EXPECT_EQ(ag[0].bytes, rs[0].bytes);
+  }
+  // Table 0 (100 rows): blocks of 50 rows, each seeing half of the 8 lookups per sample.
+  const auto lookups = kernels(t, 1, "embedding_forward");
+  ASSERT_EQ(lookups.size(), 4u);
+  EXPECT_EQ(lookups[0]->param("rows"), 50);
+  EXPECT_EQ(lookups[0]->param("pooling"), 4);
+  EXPECT_EQ(lookups[0]->param("batch"), 1024);
+}
+
+TEST_F(Dlrm, ColumnWiseSplitsTheDim) {
+  // Each rank holds 8 of the 16 columns of every table: size = 4 tables x 1024 x 8 x 4 B.
+  const Trace t = parse(small_dlrm("{rows: [100, 100, 100, 100]}", "{global_batch: 1024}",
+                                   "sharding: {plan: column_wise}\n"),
+                        "0,1");
+  EXPECT_EQ(calls(t, 0, models::CollectiveOp::alltoall)[0].bytes, 4 * 1024 * 8 * 4.0);
+  const auto lookups = kernels(t, 0, "embedding_forward");
+  ASSERT_EQ(lookups.size(), 1u) << "4 alike shards: one multi-table kernel";
+  EXPECT_EQ(lookups[0]->param("tables"), 4);
+  EXPECT_EQ(lookups[0]->param("dim"), 8);
+}
+
+TEST_F(Dlrm, DataParallelTablesAreAllreduced) {
+  // Replicated tables: local lookups, no exchange; their dense gradients (4 x 250 rows x 16 x
+  // 4 B) join the MLP gradients in the DDP buckets.
+  const Trace t = parse(small_dlrm("{rows: [250, 250, 250, 250]}", "{global_batch: 1024, ddp_bucket: 1MiB}",
+                                   "sharding: {plan: data_parallel}\n"),
+                        "0,1");
+  EXPECT_TRUE(calls(t, 0, models::CollectiveOp::alltoall).empty());
+  EXPECT_EQ(kernels(t, 0, "embedding_forward")[0]->param("batch"), 512);
+  double reduced = 0;
+  for (const CollectiveCall& c : calls(t, 0, models::CollectiveOp::allreduce)) reduced += c.bytes;
+  const double top_input = 16 + 5 * 4 / 2;  // dot: D + (F+1)F/2 with F = 4
+  const double params = (13 * 32 + 32) + (32 * 16 + 16) + (top_input * 64 + 64) + (64 + 1);
+  EXPECT_EQ(reduced, params * 4 + 4 * 250 * 16 * 4);
+}
+
+// ---------------------------------------------------------------- DDP buckets
+
+TEST_F(Dlrm, BucketCountIsCeilOfGradientBytes) {
+  // Rule: fp32 gradients in reverse layer order cut every ddp_bucket bytes (no smaller first
+  // bucket), so buckets = ceil(dense gradient bytes / ddp_bucket).
+  const std::string text =
+      "version: 1\nkind: dlrm\nmodel:\n  dense_features: 13\n  bottom_mlp: [512, 256, 128]\n"
+      "  top_mlp: [4096, 4096, 4096, 1]\n  embedding_dim: 128\n  tables: {rows: [1000, 1000, 1000]}\n"
+      "training: {global_batch: 4096, ddp_bucket: 25MiB}\n";
+  const Trace t = parse(text, "0-3");
+  const double top_input = 128 + 4 * 3 / 2;
+  const double params = (13 * 512 + 512) + (512 * 256 + 256) + (256 * 128 + 128) + (top_input * 4096 + 4096) +
+                        2 * (4096 * 4096 + 4096) + (4096 + 1);  // 34.2M: 136.8 MB
+  const auto buckets = calls(t, 2, models::CollectiveOp::allreduce);
+  EXPECT_EQ(buckets.size(), static_cast<std::size_t>(std::ceil(params * 4 / (25 * kMiB))));
+  EXPECT_EQ(buckets.size(), 6u);
+  double total = 0;
+  for (const CollectiveCall& c : buckets) total += c.bytes;
+  EXPECT_EQ(total, params * 4);
+  EXPECT_EQ(buckets.front().bytes, 25 * kMiB);
+}
+
+TEST_F(Dlrm, BucketsOverlapBackward) {
+  // The first bucket's allreduce is issued before the bottom MLP's backward kernels.
+  const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024, ddp_bucket: 1KiB}"), "0,1");
+  const Program& p = t.program(0);
+  std::size_t first_allreduce = p.ops.size(), last_kernel = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].kind == OpKind::collective && first_allreduce == p.ops.size() &&
+        t.collectives[p.ops[i].collective].op == models::CollectiveOp::allreduce)
+      first_allreduce = i;
+    if (p.ops[i].kind == OpKind::kernel && t.names[p.ops[i].name].rfind("bottom_mlp.fc0.wgrad", 0) == 0)
+      last_kernel = i;
+  }
+  EXPECT_LT(first_allreduce, last_kernel);
+  EXPECT_EQ(p.streams, (std::vector<std::string>{"compute", "embedding_comm", "allreduce"}));
+}
+
+// ---------------------------------------------------------------- planners
+
+TEST(DlrmPlanners, SizeGreedyBalancesTheHandCase) {
+  const ShardingPlan plan = plan_sharding(request(tables_of_rows({10, 9, 8, 1}), 2, "size_greedy"));
+  EXPECT_EQ(plan.tables_of_rank, (std::vector<std::vector<int>>{{0, 3}, {1, 2}}));
+  EXPECT_EQ(plan.bytes_of_rank, (std::vector<Bytes>{44, 68}));
+}
+
+TEST(DlrmPlanners, LookupGreedyIsolatesTheHeavyTable) {
+  auto tables = tables_of_rows({100, 100, 100, 100});
+  tables[0].pooling = 10;
+  const ShardingPlan plan = plan_sharding(request(tables, 2, "lookup_greedy"));
+  EXPECT_EQ(plan.tables_of_rank, (std::vector<std::vector<int>>{{0}, {3, 2, 1}}));
+}
+
+TEST(DlrmPlanners, NaiveIsRoundRobin) {
+  const ShardingPlan plan = plan_sharding(request(tables_of_rows({1, 2, 3, 4, 5}), 2, "naive"));
+  EXPECT_EQ(plan.tables_of_rank, (std::vector<std::vector<int>>{{0, 2, 4}, {1, 3}}));
+}
+
+TEST(DlrmPlanners, RandomDependsOnlyOnTheSeed) {
+  auto random_plan = [](std::uint64_t seed) {
+    ShardingRequest r = request(tables_of_rows(std::vector<double>(16, 10)), 4, "random");
+    r.seed = seed;
+    return plan_sharding(r).tables_of_rank;
+  };
+  EXPECT_EQ(random_plan(7), random_plan(7));
+  bool differs = false;
+  for (std::uint64_t seed = 1; seed < 10 && !differs; ++seed) differs = random_plan(seed) != random_plan(0);
+  EXPECT_TRUE(differs);
+}
+
+TEST(DlrmPlanners, EveryPlannerPlacesEveryTableOnce) {
+  const std::vector<double> criteo = {39884406, 39043, 17289, 7420,  20263, 3,        7120,     1543,   63,
+                                      38532951, 2953546, 403346, 10,  2208,  11938,    155,      4,      976,
+                                      14,       39979771, 25641295, 39664984, 585935, 12972, 108, 36};
+  for (const PlannerInfo& info : sharding_planners()) {
+    ShardingRequest r = request(tables_of_rows(criteo, 128), 8, info.name);
+    r.seed = 3;
+    const ShardingPlan a = plan_sharding(r), b = plan_sharding(r);
+    EXPECT_EQ(a.tables_of_rank, b.tables_of_rank) << info.name << " is deterministic";
+    std::multiset<int> seen;
+    for (const auto& mine : a.tables_of_rank) seen.insert(mine.begin(), mine.end());
+    EXPECT_EQ(seen.size(), criteo.size()) << info.name;
+    for (int t = 0; t < static_cast<int>(criteo.size()); ++t) EXPECT_EQ(seen.count(t), 1u) << info.name << " table " << t;
+  }
+}
+
+TEST(DlrmPlanners, NvidiaDleKeepsGpu0ForTheBottomMlp) {
+  const ShardingPlan plan = plan_sharding(request(tables_of_rows(std::vector<double>(26, 1000), 128), 8, "nvidia_dle"));
+  EXPECT_TRUE(plan.tables_of_rank[0].empty());
+  for (int r = 1; r < 8; ++r) EXPECT_LE(plan.tables_of_rank[r].size(), 4u) << "ceil(26 / 7) tables at most";
+  // With 4 GPUs or fewer every GPU takes tables.
+  const ShardingPlan four = plan_sharding(request(tables_of_rows(std::vector<double>(8, 1000)), 4, "nvidia_dle"));
+  for (const auto& mine : four.tables_of_rank) EXPECT_EQ(mine.size(), 2u);
+}
+
+TEST(DlrmPlanners, GreedySkipsFullRanks) {
+  // lookup_greedy: C (pooling 10) to rank 0, B to rank 1, then A to the rank of least cost,
+  // rank 1, unless its 400 + 400 B exceed the capacity: then to rank 0 (100 + 400 B).
+  auto tables = tables_of_rows({100, 100, 25});  // 400, 400, 100 B
+  tables[2].pooling = 10;
+  ShardingRequest r = request(tables, 2, "lookup_greedy");
+  EXPECT_EQ(plan_sharding(r).tables_of_rank, (std::vector<std::vector<int>>{{2}, {1, 0}}));
+  r.gpu_memory = 500;
+  EXPECT_EQ(plan_sharding(r).tables_of_rank, (std::vector<std::vector<int>>{{2, 0}, {1}}));
+  r.gpu_memory = 350;  // B fits nowhere next to C
+  try {
+    plan_sharding(r);
+    FAIL() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("fits on no rank"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DlrmPlanners, UnknownPlannerListsTheKnownOnes) {
+  try {
+    plan_sharding(request(tables_of_rows({1}), 1, "best"));
+    FAIL() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("unknown planner 'best'"), std::string::npos) << what;
+    EXPECT_NE(what.find("size_lookup_greedy"), std::string::npos) << what;
+  }
+}
+
+// ---------------------------------------------------------------- the preset
+
+TEST_F(Dlrm, PresetOnEightGpusIsNvidiaDleHybridParallel) {
+  const Trace t = preset("");
+  ASSERT_EQ(t.ranks, 8);
+  EXPECT_EQ(t.work.items_per_rank, 8192);
+  EXPECT_EQ(t.launch.cpu_launch, 0) << "CUDA graphs";
+  // Rank 0: bottom MLP over the global batch, no tables; ranks 1-7: 3 or 4 tables each.
+  EXPECT_TRUE(kernels(t, 0, "embedding_forward").empty());
+  EXPECT_EQ(kernels(t, 0, "gemm")[0]->param("m"), 65536);
+  double tables = 0;
+  for (int r = 1; r < 8; ++r)
+    for (const auto* k : kernels(t, r, "embedding_forward")) tables += k->param("tables");
+  EXPECT_EQ(tables, 26);
+  // Widths per rank: the bottom output or the rank's tables, x 128 values x 8192 samples x
+  // 2 B (AMP); the all-to-all carries n/(n-1) x the busiest rank's traffic.
+  ShardingRequest r;
+  for (double rows : {39884406., 39043., 17289., 7420., 20263., 3., 7120., 1543., 63., 38532951., 2953546., 403346.,
+                      10., 2208., 11938., 155., 4., 976., 14., 39979771., 25641295., 39664984., 585935., 12972., 108.,
+                      36.})
+    r.tables.push_back({"", rows, 128, 1, 4});
+  r.ranks = 8;
+  r.planner = "nvidia_dle";
+  const ShardingPlan plan = plan_sharding(r);
+  std::vector<double> s;
+  for (int rank = 0; rank < 8; ++rank)
+    s.push_back((rank == 0 ? 1.0 : plan.tables_of_rank[rank].size()) * 128 * 8192 * 2);
+  const double total = std::accumulate(s.begin(), s.end(), 0.0);
+  double busiest = 0;
+  for (double si : s) busiest = std::max({busiest, 7 * si, total - si});
+  EXPECT_EQ(calls(t, 3, models::CollectiveOp::alltoall)[0].bytes, busiest * 8 / 7);
+  // The top MLP's 2.2M fp32 gradients are one 25 MiB bucket; the bottom MLP's are not reduced,
+  // so the bucket is complete, and launched, before the backward all-to-all.
+  const auto allreduces = calls(t, 0, models::CollectiveOp::allreduce);
+  ASSERT_EQ(allreduces.size(), 1u);
+  EXPECT_EQ(allreduces[0].bytes, 2197505 * 4.0);
+  std::vector<models::CollectiveOp> order;
+  for (const Op& o : t.program(0).ops)
+    if (o.kind == OpKind::collective) order.push_back(t.collectives[o.collective].op);
+  EXPECT_EQ(order, (std::vector<models::CollectiveOp>{models::CollectiveOp::alltoall, models::CollectiveOp::allreduce,
+                                                      models::CollectiveOp::alltoall}));
+}
+
+TEST_F(Dlrm, PresetDoesNotFitOneGpu) {
+  const platforms::Allocation one = platforms::parse_allocation("0", platform_);
+  try {
+    load_workload("dlrm-criteo-1tb", JobContext{platform_, one});
+    FAIL() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank 0 would store 96.14 GB"), std::string::npos) << what;
+    EXPECT_NE(what.find("A100-SXM4-40GB"), std::string::npos) << what;
+    EXPECT_NE(what.find("at least 3 GPUs"), std::string::npos) << what;
+    EXPECT_NE(what.find("dlrm-criteo-1tb.yaml (preset): sharding"), std::string::npos) << what;
+  }
+}
+
+TEST_F(Dlrm, GenerationIsDeterministic) {
+  const std::string text = small_dlrm("{rows: [100, 200, 300, 400, 500]}", "{global_batch: 1024}",
+                                      "sharding: {planner: random, seed: 5}\nindex_distribution: {kind: zipf, alpha: 1.05}\n");
+  const Trace a = parse(text, "0-3"), b = parse(text, "0-3");
+  EXPECT_EQ(a.kernels, b.kernels);
+  EXPECT_EQ(a.program_of_rank, b.program_of_rank);
+  EXPECT_EQ(a.names, b.names);
+}
+
+// ---------------------------------------------------------------- index distributions
+
+TEST_F(Dlrm, ZipfReuseHistogram) {
+  // alpha 20 puts essentially every lookup on the hottest row: 4 lookups (batch 4, pooling 1)
+  // are one unique row used 4 times, bin "3-4".
+  const Trace t = parse(small_dlrm("{rows: [1000]}", "{global_batch: 4}", "index_distribution: {kind: zipf, alpha: 20}\n"),
+                        "0");
+  const auto* k = kernels(t, 0, "embedding_forward")[0];
+  ASSERT_EQ(k->histogram.size(), 17u);
+  EXPECT_NEAR(k->histogram[2], 1, 1e-5);
+  // A Criteo-sized table: fractions sum to 1, most unique rows seen once.
+  const Trace big = parse(small_dlrm("{rows: [40000000]}", "{global_batch: 65536}",
+                                     "index_distribution: {kind: zipf, alpha: 1.05}\n"),
+                          "0");
+  const auto& h = kernels(big, 0, "embedding_forward")[0]->histogram;
+  EXPECT_NEAR(std::accumulate(h.begin(), h.end(), 0.0), 1, 1e-9);
+  EXPECT_GT(h[0], 0.5);
+  // Uniform indices leave the hit rate to the kernel model (no histogram).
+  EXPECT_TRUE(kernels(parse(small_dlrm(), "0,1"), 0, "embedding_forward")[0]->histogram.empty());
+}
+
+// ---------------------------------------------------------------- bad input
+
+TEST_F(Dlrm, BadInputNamesFilePathAndFix) {
+  struct Case {
+    std::string text, gpus;
+    std::vector<std::string> expect;
+  };
+  const std::vector<Case> cases = {
+      {small_dlrm("{rows: [100]}", "{global_batch: 1024}", "sharding: {plan: diagonal}\n"), "0,1",
+       {"test.yaml: sharding.plan (line", "unknown value 'diagonal'", "table_wise, row_wise"}},
+      {small_dlrm("{rows: [100]}", "{global_batch: 1024, learning_rate: 1}"), "0,1",
+       {"test.yaml: training.learning_rate", "unknown key 'learning_rate'", "global_batch, dtype"}},
+      {small_dlrm("{rows: [100]}", "{global_batch: 0}"), "0,1",
+       {"test.yaml: training.global_batch (line", "must be >= 1", "fix:"}},
+      {small_dlrm("{rows: [100]}", "{global_batch: 1000}"), "0-2",
+       {"test.yaml: training.global_batch (line", "do not split evenly over the job's 3 ranks", "999 or 1002"}},
+      {small_dlrm("{rows: [100, 0.5]}"), "0,1", {"test.yaml: model.tables.rows[1]", "whole number >= 1"}},
+      {small_dlrm("{rows: [100], dim: 8}"), "0,1", {"test.yaml: model.tables", "dot interaction", "interaction: cat"}},
+      {small_dlrm("{rows: [100]}", "{global_batch: 1024}", "sharding: {plan: row_wise, bottom_mlp: rank0}\n"), "0,1",
+       {"test.yaml: sharding.bottom_mlp", "all-to-all"}},
+      {small_dlrm("{rows: [100]}", "{global_batch: 1024}", "index_distribution: {kind: zipf}\n"), "0,1",
+       {"test.yaml: index_distribution.alpha", "missing required key 'alpha'"}},
+      {small_dlrm("{rows: [100]}", "{global_batch: 1024}", "index_distribution: {kind: histogram, histogram: [1]}\n"),
+       "0,1", {"test.yaml: index_distribution.histogram", "list of 17 fractions", "occur 1, 2, 3-4"}},
+      {small_dlrm("{rows: [100]}", "{global_batch: 1024}", "sharding: {planner: best}\n"), "0,1",
+       {"test.yaml: sharding.planner", "unknown value 'best'", "nvidia_dle"}},
+  };
+  for (const Case& c : cases) {
+    const std::string what = error(c.text, c.gpus);
+    for (const std::string& part : c.expect) EXPECT_NE(what.find(part), std::string::npos) << part << "\n in: " << what;
+  }
+}
+
+TEST_F(Dlrm, AutoFallsBackToRowWise) {
+  // One table of 1e8 rows x 128 x 4 B = 51.2 GB fits no 40 GB GPU whole, but half of it does.
+  const std::string text =
+      "version: 1\nkind: dlrm\nmodel:\n  dense_features: 13\n  bottom_mlp: [128]\n  top_mlp: [1]\n"
+      "  embedding_dim: 128\n  tables: {rows: [100000000]}\ntraining: {global_batch: 64}\n"
+      "sharding: {plan: auto}\n";
+  const Trace t = parse(text, "0,1");
+  EXPECT_EQ(calls(t, 0, models::CollectiveOp::reduce_scatter).size(), 1u);
+}
+
+}  // namespace
+}  // namespace stepsim::workloads
