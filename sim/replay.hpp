@@ -8,7 +8,8 @@
 /// enough for 1024+ ranks), `event` runs every transfer of every collective in one SimGrid
 /// network, so concurrent communication shares links max-min fairly. With no two transfers
 /// on one link at the same time both give the same times (to 1e-9 relative). Kernels are
-/// priced by models::kernel_cost on the platform's GPU model. The same trace gives the same
+/// priced by models::kernel_cost on the platform's GPU model and run on the SMs that running
+/// collectives leave them (SM interference, workloads/trace.hpp). The same trace gives the same
 /// prediction bit for bit. A trace that cannot finish (a collective some member never
 /// reaches, mismatched collectives, a recv with no send, a wait that never fires) throws
 /// ConfigError listing the blocked ranks and ops, never hangs.

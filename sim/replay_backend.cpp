@@ -13,9 +13,9 @@ namespace stepsim::sim {
 namespace {
 
 /// @brief The analytical backend: a priority queue of callbacks ordered by (time, request
-/// order). Each schedule is priced once, in isolation, by AnalyticalEngine the first time it
-/// starts; an instance started at `at` finishes member m at `at + rank_finish[m]`, whatever
-/// else runs at the same time (no contention between collectives).
+/// order). Each schedule is priced once, in isolation, by AnalyticalEngine when first needed;
+/// an instance started at `at` finishes member m at `at + rank_finish[m]`, whatever else runs
+/// at the same time (no contention between collectives), which is what `finish_offsets` says.
 class AnalyticalReplayBackend : public ReplayBackend {
  public:
   void declare(const models::Schedule& schedule, const Placement& placement) override {
@@ -25,15 +25,12 @@ class AnalyticalReplayBackend : public ReplayBackend {
   void wake_at(Seconds at, Token token) override { push(at, token, -1); }
 
   void start_collective(Seconds at, const models::Schedule& schedule, Token token) override {
-    const auto it = schedules_.find(&schedule);
-    if (it == schedules_.end()) throw std::logic_error("replay backend: starting a schedule that was not declared");
-    Priced& priced = it->second;
-    if (!priced.done) {
-      priced.rank_finish = AnalyticalEngine().run(schedule, *priced.placement).rank_finish;
-      priced.done = true;
-    }
-    for (std::size_t m = 0; m < priced.rank_finish.size(); ++m)
-      push(at + priced.rank_finish[m], token, static_cast<int>(m));
+    const std::vector<Seconds>& finish = rank_finish(schedule);
+    for (std::size_t m = 0; m < finish.size(); ++m) push(at + finish[m], token, static_cast<int>(m));
+  }
+
+  const std::vector<Seconds>* finish_offsets(const models::Schedule& schedule) override {
+    return &rank_finish(schedule);
   }
 
   void run(const Callbacks& callbacks) override {
@@ -63,6 +60,18 @@ class AnalyticalReplayBackend : public ReplayBackend {
       return a.time != b.time ? a.time > b.time : a.sequence > b.sequence;
     }
   };
+
+  /// Member finish times of `schedule` from its start, priced on first use.
+  const std::vector<Seconds>& rank_finish(const models::Schedule& schedule) {
+    const auto it = schedules_.find(&schedule);
+    if (it == schedules_.end()) throw std::logic_error("replay backend: a schedule that was not declared");
+    Priced& priced = it->second;
+    if (!priced.done) {
+      priced.rank_finish = AnalyticalEngine().run(schedule, *priced.placement).rank_finish;
+      priced.done = true;
+    }
+    return priced.rank_finish;
+  }
 
   void push(Seconds at, Token token, int member) {
     if (at < now_) throw std::logic_error("replay backend: request for a time before now");

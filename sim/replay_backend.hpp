@@ -9,12 +9,15 @@
 /// has finished its part of the schedule; callbacks may issue further requests. Requests at
 /// times before now are bugs (std::logic_error). Callbacks at equal times come in request
 /// order, so replays are deterministic. `run` returns when nothing is pending. The analytical
-/// backend prices every schedule in isolation (sim::AnalyticalEngine, cached per schedule);
-/// the event backend runs all flows of all started schedules in one SimGrid network.
+/// backend prices every schedule in isolation (sim::AnalyticalEngine, cached per schedule), so
+/// it knows when each member finishes as soon as a schedule starts (`finish_offsets`); the
+/// event backend runs all flows of all started schedules in one SimGrid network, where later
+/// starts can still change that, so the core learns it from `member_done`.
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/schedule.hpp"
 #include "sim/engine.hpp"
@@ -36,6 +39,14 @@ class ReplayBackend {
   virtual void wake_at(Seconds at, Token token) = 0;
   /// @brief Starts a declared schedule at `at` (its launch_latency counts from `at`).
   virtual void start_collective(Seconds at, const models::Schedule& schedule, Token token) = 0;
+  /// @brief Per schedule member, when it finishes after a start of the declared `schedule`,
+  /// counted from that start, where the backend fixes it at the start whatever else runs;
+  /// nullptr where it does not (the replay then learns each end from `member_done`). The
+  /// replay uses it to know early how long a collective holds SMs that kernels then lack.
+  virtual const std::vector<Seconds>* finish_offsets(const models::Schedule& schedule) {
+    static_cast<void>(schedule);
+    return nullptr;
+  }
   virtual void run(const Callbacks& callbacks) = 0;
 };
 

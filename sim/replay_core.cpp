@@ -207,15 +207,32 @@ using OpId = std::int32_t;
 /// pred of an op whose start was its issue time: the CPU chain determined it.
 constexpr OpId kByCpu = -1;
 constexpr Seconds kNotDone = -1;
+/// A time no bound reaches: an SM hold's end before it is known, a stream that never starts
+/// another collective.
+constexpr Seconds kNever = std::numeric_limits<Seconds>::infinity();
+/// ProgramInfo::ahead bits: some op at or after this stream position is communication / is
+/// compute that SM holds slow down (a kernel or a device-to-device copy).
+constexpr std::uint8_t kCommAhead = 1, kComputeAhead = 2;
+/// How far a lower bound on a stream's next collective looks ahead (ops) and through waits
+/// on other streams (depth); beyond them it stops with the bound found so far.
+constexpr int kReachSteps = 16, kReachDepth = 3;
 
 bool is_communication(OpKind kind) {
   return kind == OpKind::collective || kind == OpKind::send || kind == OpKind::recv;
+}
+
+/// What runs on the SMs left over by communication (workloads/trace.hpp, SM interference).
+bool is_compute(const Op& op) {
+  return op.kind == OpKind::kernel ||
+         (op.kind == OpKind::memcpy && op.memcpy == workloads::MemcpyKind::device_to_device);
 }
 
 /// What the core precomputes once per Program (shared by every rank that runs it).
 struct ProgramInfo {
   std::vector<std::int32_t> stream_begin;   ///< streams + 1 offsets into stream_ops
   std::vector<std::int32_t> stream_ops;     ///< op indices of each stream, in issue order
+  std::vector<std::uint8_t> ahead;          ///< per stream_ops entry: kCommAhead | kComputeAhead
+  std::vector<std::int32_t> position;       ///< per op: its index in its stream's list (-1: none)
   std::vector<std::int32_t> ordinal;        ///< per op: k-th collective on its group / send or recv with its peer
   std::vector<std::int32_t> slot;           ///< per op: collective: its group; send / recv: index in peers
   std::vector<Seconds> duration;            ///< per op: kernel, cpu, device copy time (host copies: per rank)
@@ -245,17 +262,30 @@ struct Instance {
 
 struct StreamState {
   Seconds last_end = 0;       ///< end of the previous op
+  Seconds wake_time = -1;     ///< parked: when the latest wake asked for it is due; else -1
   OpId last = -1;             ///< the previous op, -1 before the first
   OpId waiting = -1;          ///< head is a wait for this record
   std::int32_t head = 0;      ///< next op to run (index into the program's stream list)
   std::int32_t issued = 0;    ///< ops the CPU has issued to this stream
+  std::uint32_t wake_version = 0;   ///< bumped per wake asked for and when the head settles
   bool busy = false;          ///< head is a collective / send / recv in progress
+  bool parked = false;        ///< head is compute whose end is not final yet (started, end tentative)
 };
 
 struct RankState {
   Seconds cpu = 0;
   std::int32_t pc = 0;        ///< next op the CPU issues
+  std::int32_t parked = 0;    ///< streams of the rank that are parked
   bool blocked = false;       ///< in the sync at pc
+};
+
+/// SMs a started collective or send/recv holds on one member's GPU, from its start until that
+/// member is done.
+struct Hold {
+  Seconds begin = 0;
+  Seconds end = kNever;       ///< kNever until known (event backend: at member_done)
+  std::int32_t channels = 0;
+  std::int32_t instance = -1;
 };
 
 /// A unit of pending work: run a rank's CPU (stream < 0) or advance one of its streams.
@@ -275,7 +305,7 @@ std::string list_ranks(const std::vector<int>& ranks) {
 }  // namespace
 
 struct ReplayCore::Impl {
-  Impl(const workloads::Trace& trace, ReplayPlan& prices);
+  Impl(const workloads::Trace& trace, ReplayPlan& prices, int sm_count);
 
   // Tables.
   const workloads::Trace& t;
@@ -300,6 +330,11 @@ struct ReplayCore::Impl {
   std::vector<Work> work;
   ReplayBackend* backend = nullptr;
   std::vector<std::int64_t>* starts = nullptr;
+  Seconds now = 0;                        ///< the backend's time in the current callback
+
+  // SM interference (workloads/trace.hpp): per rank, the holds that may still overlap a kernel.
+  const int sm_count;
+  std::vector<std::vector<Hold>> holds;
 
   const workloads::Program& program(int rank) const { return t.program(rank); }
   const ProgramInfo& info(int rank) const {
@@ -324,6 +359,12 @@ struct ReplayCore::Impl {
     const ProgramInfo& p = info(rank);
     return p.stream_begin[static_cast<std::size_t>(s) + 1] - p.stream_begin[static_cast<std::size_t>(s)];
   }
+  /// ProgramInfo::ahead at position `k` of stream `s` (0 past its end).
+  std::uint8_t ahead(int rank, int s, int k) const {
+    if (k == stream_length(rank, s)) return 0;
+    const ProgramInfo& p = info(rank);
+    return p.ahead[static_cast<std::size_t>(p.stream_begin[static_cast<std::size_t>(s)] + k)];
+  }
   int instance_of(int rank, int op) const;
   /// (rank, op index) of member `member` of an instance; op -1 when its program has no such op.
   std::pair<int, int> member(const Instance& in, int member) const;
@@ -342,10 +383,28 @@ struct ReplayCore::Impl {
   void enqueue(int rank, int s);
   void advance(int rank, int s);
   void fired(int rank, OpId record);
+  /// When compute of isolated duration `work` that starts at `begin` on `rank` ends under the
+  /// rank's known holds, and whether a hold whose end is unknown overlaps it.
+  struct Timing {
+    Seconds end;
+    bool open;
+  };
+  Timing timed(int rank, Seconds begin, Seconds work) const;
+  /// Lower bound on the start of any collective or send/recv of `rank` that has not started,
+  /// for deciding the compute at the head of stream `decided` (see advance()).
+  Seconds horizon(int rank, int decided) const;
+  /// Lower bound on when stream `s` starts its next communication op (target < 0) or has
+  /// finished every op before its position `target`.
+  Seconds reach(int rank, int s, int target, int decided, int depth) const;
+  /// Lower bound on when `rank`'s CPU issues its next op.
+  Seconds cpu_floor(int rank, int decided) const;
+  void add_hold(int rank, const Hold& hold);
+  void push_parked(int rank, int except);
+  void woken(ReplayBackend::Token token);
   /// Records a member's arrival; starts the schedule when it is the last. True when the
   /// instance has one member: nothing to move, it completes on arrival.
   bool arrive(int index, OpId me, Seconds at);
-  void member_done(ReplayBackend::Token token, int member, Seconds now);
+  void member_done(ReplayBackend::Token token, int member);
 
   bool finished(int rank) const;
   [[noreturn]] void deadlock() const;
@@ -358,7 +417,8 @@ struct ReplayCore::Impl {
   std::vector<CriticalPathEntry> critical_path(int rank) const;
 };
 
-ReplayCore::Impl::Impl(const workloads::Trace& trace, ReplayPlan& prices) : t(trace), plan(prices) {
+ReplayCore::Impl::Impl(const workloads::Trace& trace, ReplayPlan& prices, int sms)
+    : t(trace), plan(prices), sm_count(sms) {
   build_programs();
   const auto ranks_count = static_cast<std::size_t>(t.ranks);
   op_base.assign(ranks_count + 1, 0);
@@ -387,6 +447,7 @@ ReplayCore::Impl::Impl(const workloads::Trace& trace, ReplayPlan& prices) : t(tr
   streams.assign(static_cast<std::size_t>(stream_base.back()), StreamState{});
   ranks.assign(ranks_count, RankState{});
   last_record.assign(static_cast<std::size_t>(event_base.back()), -1);
+  holds.resize(ranks_count);
 }
 
 void ReplayCore::Impl::build_programs() {
@@ -438,11 +499,24 @@ void ReplayCore::Impl::build_programs() {
     }
     for (std::size_t s = 0; s < streams_count; ++s) info.stream_begin[s + 1] += info.stream_begin[s];
     info.stream_ops.assign(static_cast<std::size_t>(info.stream_begin.back()), 0);
+    info.position.assign(n, -1);
     std::vector<std::int32_t> fill(info.stream_begin.begin(), info.stream_begin.end() - 1);
     for (std::size_t i = 0; i < n; ++i) {
       const Op& op = program.ops[i];
       if (op.kind == OpKind::cpu || op.kind == OpKind::sync) continue;
-      info.stream_ops[static_cast<std::size_t>(fill[static_cast<std::size_t>(op.stream)]++)] = static_cast<std::int32_t>(i);
+      const std::int32_t k = fill[static_cast<std::size_t>(op.stream)]++;
+      info.stream_ops[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(i);
+      info.position[i] = k - info.stream_begin[static_cast<std::size_t>(op.stream)];
+    }
+    info.ahead.assign(info.stream_ops.size(), 0);
+    for (std::size_t s = 0; s < streams_count; ++s) {
+      std::uint8_t flags = 0;
+      for (std::int32_t k = info.stream_begin[s + 1] - 1; k >= info.stream_begin[s]; --k) {
+        const Op& op = program.ops[static_cast<std::size_t>(info.stream_ops[static_cast<std::size_t>(k)])];
+        if (is_communication(op.kind)) flags |= kCommAhead;
+        if (is_compute(op)) flags |= kComputeAhead;
+        info.ahead[static_cast<std::size_t>(k)] = flags;
+      }
     }
   }
 }
@@ -611,6 +685,8 @@ void ReplayCore::Impl::run_cpu(int rank) {
     rs.blocked = false;
     ++rs.pc;
   }
+  // The CPU moves on: parked kernels' horizons may rise (their cpu_floor).
+  if (rs.parked > 0) push_parked(rank, -1);
   const Seconds launch = t.launch.cpu_launch;
   const OpId base = id(rank, 0);
   for (; rs.pc < n; ++rs.pc) {
@@ -697,6 +773,10 @@ void ReplayCore::Impl::advance(int rank, int s) {
   const OpId base = id(rank, 0);
   const Seconds gap = t.launch.kernel_gap;
   const std::int32_t first = st.head;
+  // horizon(rank, s), computed when a kernel first needs it: nothing it reads changes while
+  // this stream runs, but a record this stream fires (its waiters' bounds become finite).
+  Seconds horizon_here = 0;
+  bool horizon_known = false;
   while (st.head < st.issued) {
     const int i = list[st.head];
     const Op& op = ops[static_cast<std::size_t>(i)];
@@ -711,11 +791,42 @@ void ReplayCore::Impl::advance(int rank, int s) {
       why = st.last;
     }
     Seconds finish = begin;
-    if (op.kind == OpKind::kernel) {
-      finish = begin + p.duration[static_cast<std::size_t>(i)];
+    if (is_compute(op)) {
+      // Final when no SM hold can change it any more: it ends by now (every start before now
+      // is known: starts are found at callbacks no later than them), or no hold whose end is
+      // unknown overlaps it and no collective of this rank can start before it ends.
+      const Timing timing = timed(rank, begin, p.duration[static_cast<std::size_t>(i)]);
+      finish = timing.end;
+      if (finish > now && sm_count > 1) {
+        if (!timing.open && !horizon_known) {
+          horizon_here = horizon(rank, s);
+          horizon_known = true;
+        }
+        if (timing.open || finish > horizon_here) {
+          // Parked until a later callback settles it; the wake at its tentative end does at
+          // the latest (nothing known at that time can change it any more).
+          start[at] = begin;
+          pred[at] = why;
+          if (!st.parked) {
+            st.parked = true;
+            ++ranks[static_cast<std::size_t>(rank)].parked;
+          }
+          if (st.wake_time != finish) {
+            st.wake_time = finish;
+            const auto global = static_cast<std::uint64_t>(stream_base[static_cast<std::size_t>(rank)] + s);
+            backend->wake_at(finish, (static_cast<std::uint64_t>(++st.wake_version) << 32) | global);
+          }
+          break;
+        }
+      }
+      if (st.parked) {
+        st.parked = false;
+        --ranks[static_cast<std::size_t>(rank)].parked;
+        ++st.wake_version;   // its pending wake is stale now
+        st.wake_time = -1;
+      }
     } else if (op.kind == OpKind::memcpy) {
-      finish = begin + (op.memcpy == workloads::MemcpyKind::device_to_device ? p.duration[static_cast<std::size_t>(i)]
-                                                                            : plan.duration(rank, op));
+      finish = begin + plan.duration(rank, op);   // a host copy runs on a copy engine, not SMs
     } else if (op.kind == OpKind::wait) {
       const OpId record = pred[at];
       if (record >= 0) {
@@ -744,16 +855,193 @@ void ReplayCore::Impl::advance(int rank, int s) {
     st.last_end = finish;
     st.last = me;
     ++st.head;
-    if (op.kind == OpKind::record) fired(rank, me);
+    if (op.kind == OpKind::record) {
+      fired(rank, me);
+      horizon_known = false;
+    }
   }
-  // Finished ops may release a CPU blocked in a stream or device sync.
-  if (st.head > first && ranks[static_cast<std::size_t>(rank)].blocked) push(rank, -1);
+  if (st.head == first) return;
+  // Finished ops may release a CPU blocked in a stream or device sync, and raise the horizon
+  // of the rank's parked kernels.
+  const RankState& rs = ranks[static_cast<std::size_t>(rank)];
+  if (rs.blocked) push(rank, -1);
+  if (rs.parked > (st.parked ? 1 : 0)) push_parked(rank, s);
 }
 
 void ReplayCore::Impl::fired(int rank, OpId record) {
   for (int s = 0; s < stream_count(rank); ++s)
     if (stream(rank, s).waiting == record) push(rank, s);
   if (ranks[static_cast<std::size_t>(rank)].blocked) push(rank, -1);
+}
+
+// --- SM interference ---------------------------------------------------------------------------
+// The model (workloads/trace.hpp): an NCCL collective is one kernel of one CTA per channel
+// (NCCL src/enqueue.cc, ncclLaunchKernel: grid = {nChannels, 1, 1}), each CTA on its own SM
+// for the whole collective, so kernels beside it run on the S - C SMs left. How the core
+// decides when a kernel's end is final: sim/replay_core.hpp, "SM interference".
+
+ReplayCore::Impl::Timing ReplayCore::Impl::timed(int rank, Seconds begin, Seconds work) const {
+  const std::vector<Hold>& list = holds[static_cast<std::size_t>(rank)];
+  // The common cases first: nothing held at `begin` and nothing starting before the end.
+  std::int32_t held = 0;
+  Seconds next = kNever, open_from = kNever;
+  for (const Hold& h : list) {
+    if (h.end <= begin) continue;
+    if (h.end == kNever) open_from = std::min(open_from, h.begin);
+    if (h.begin <= begin) {
+      held += h.channels;
+      next = std::min(next, h.end);
+    } else {
+      next = std::min(next, h.begin);
+    }
+  }
+  if (held == 0 && begin + work <= next) return {begin + work, open_from < begin + work};
+
+  // Piecewise: the work (isolated seconds) is consumed at (S - C) / S between the times C
+  // changes; only changes of C (after the cap) cut the work, so a kernel that overlaps no hold
+  // keeps begin + work to the bit.
+  // A rank has a handful of holds at a time, so the next change is found by a scan.
+  const int cap = sm_count - 1;
+  auto rate = [&](std::int32_t channels) {
+    return static_cast<double>(sm_count - std::min(channels, cap)) / sm_count;
+  };
+  Seconds at = begin, cursor = begin;
+  double speed = rate(held);
+  for (;;) {
+    Seconds when = kNever;
+    for (const Hold& h : list) {
+      if (h.begin > cursor) when = std::min(when, h.begin);
+      else if (h.end > cursor) when = std::min(when, h.end);
+    }
+    if (when == kNever) break;
+    std::int32_t after = 0;
+    for (const Hold& h : list)
+      if (h.begin <= when && when < h.end) after += h.channels;
+    cursor = when;
+    const double next_speed = rate(after);
+    if (next_speed == speed) continue;
+    const Seconds done = (when - at) * speed;
+    if (work <= done) break;
+    work -= done;
+    at = when;
+    speed = next_speed;
+  }
+  const Seconds finish = at + work / speed;
+  return {finish, open_from < finish};
+}
+
+Seconds ReplayCore::Impl::horizon(int rank, int decided) const {
+  // A collective starts when its last member arrives, so one of this rank's starts comes no
+  // earlier than this rank's arrival: a lower bound per stream that has communication ahead.
+  // The decided stream's own later collectives come after the kernel ends, so they bound
+  // nothing before it (were one to start earlier, the kernel would not have ended then).
+  Seconds bound = kNever;
+  for (int s = 0; s < stream_count(rank); ++s)
+    if (s != decided && (ahead(rank, s, stream(rank, s).head) & kCommAhead))
+      bound = std::min(bound, reach(rank, s, -1, decided, 0));
+  return bound;
+}
+
+Seconds ReplayCore::Impl::reach(int rank, int s, int target, int decided, int depth) const {
+  const StreamState& st = stream(rank, s);
+  const ProgramInfo& p = info(rank);
+  const std::vector<Op>& ops = program(rank).ops;
+  const std::int32_t* list = p.stream_ops.data() + p.stream_begin[static_cast<std::size_t>(s)];
+  const OpId base = id(rank, 0);
+  Seconds at = st.last_end;
+  std::int32_t k = st.head;
+  if (st.busy) {
+    const int index = instance_of(rank, list[k]);
+    const Instance& in = instances[static_cast<std::size_t>(index)];
+    // Not started: it starts no earlier than its latest arrival so far.
+    if (in.arrived < in.members) return std::max(at, in.begin);
+    Seconds done = std::max(in.begin, now);   // not done before now: member_done is pending
+    for (const Hold& h : holds[static_cast<std::size_t>(rank)])
+      if (h.instance == index && h.end != kNever) done = h.end;
+    at = std::max(at, done);
+    ++k;
+    // Its own hold is known; with no collective behind it the stream bounds nothing.
+    if (target < 0 && !(ahead(rank, s, k) & kCommAhead)) return kNever;
+  } else if (st.parked) {
+    at = start[static_cast<std::size_t>(base + list[k])] + p.duration[static_cast<std::size_t>(list[k])];
+    ++k;
+  }
+  const std::int32_t stop = target >= 0 ? target : stream_length(rank, s);
+  for (int steps = 0; k < stop; ++k, ++steps) {
+    if (steps == kReachSteps) return at;
+    if (k >= st.issued) return std::max(at, cpu_floor(rank, decided));
+    const int i = list[k];
+    const Op& op = ops[static_cast<std::size_t>(i)];
+    const Seconds issued = start[static_cast<std::size_t>(base + i)];
+    if (is_communication(op.kind)) {
+      if (target < 0) return std::max(at, issued);
+      at = std::max(at, issued);   // it ends no earlier than it starts
+    } else if (op.kind == OpKind::kernel || op.kind == OpKind::memcpy) {
+      // No faster than alone: SM holds only slow compute down.
+      at = std::max(at, issued) + (is_compute(op) ? p.duration[static_cast<std::size_t>(i)] : plan.duration(rank, op));
+    } else if (op.kind == OpKind::wait) {
+      const OpId record = pred[static_cast<std::size_t>(base + i)];
+      if (record < 0) continue;
+      if (end[static_cast<std::size_t>(record)] != kNotDone) {
+        at = std::max(at, end[static_cast<std::size_t>(record)]);
+        continue;
+      }
+      const auto r = static_cast<std::size_t>(record - base);
+      const int record_stream = ops[r].stream;
+      if (record_stream == decided) return kNever;   // fires after the decided kernel ends
+      if (record_stream != s && depth < kReachDepth)
+        at = std::max(at, reach(rank, record_stream, p.position[r], decided, depth + 1));
+    }
+  }
+  return at;
+}
+
+Seconds ReplayCore::Impl::cpu_floor(int rank, int decided) const {
+  const RankState& rs = ranks[static_cast<std::size_t>(rank)];
+  if (!rs.blocked) return rs.cpu;
+  // A sync that waits for the decided stream (or the whole device, the decided kernel
+  // included) returns after the decided kernel ends.
+  const Op& o = program(rank).ops[static_cast<std::size_t>(rs.pc)];
+  if (o.event >= 0) {
+    const OpId record = last_record[static_cast<std::size_t>(event_base[static_cast<std::size_t>(rank)] + o.event)];
+    const bool on_decided = record >= 0 && end[static_cast<std::size_t>(record)] == kNotDone &&
+                            program(rank).ops[static_cast<std::size_t>(record - id(rank, 0))].stream == decided;
+    return on_decided ? kNever : rs.cpu;
+  }
+  return o.stream < 0 || o.stream == decided ? kNever : rs.cpu;
+}
+
+void ReplayCore::Impl::add_hold(int rank, const Hold& hold) {
+  std::vector<Hold>& list = holds[static_cast<std::size_t>(rank)];
+  list.push_back(hold);
+  // Holds that end before every kernel the rank may still start can no longer matter.
+  const ProgramInfo& p = info(rank);
+  Seconds earliest = kNever;
+  for (int s = 0; s < stream_count(rank); ++s) {
+    const StreamState& st = stream(rank, s);
+    if (!(ahead(rank, s, st.head) & kComputeAhead)) continue;
+    const auto k = static_cast<std::size_t>(p.stream_begin[static_cast<std::size_t>(s)] + st.head);
+    const Seconds from = st.head < st.issued ? start[static_cast<std::size_t>(id(rank, p.stream_ops[k]))]
+                                             : ranks[static_cast<std::size_t>(rank)].cpu;
+    earliest = std::min(earliest, std::max(st.last_end, from));
+  }
+  std::erase_if(list, [earliest](const Hold& h) { return h.end <= earliest; });
+  push_parked(rank, -1);
+}
+
+void ReplayCore::Impl::push_parked(int rank, int except) {
+  if (ranks[static_cast<std::size_t>(rank)].parked == 0) return;
+  for (int s = 0; s < stream_count(rank); ++s)
+    if (s != except && stream(rank, s).parked) push(rank, s);
+}
+
+void ReplayCore::Impl::woken(ReplayBackend::Token token) {
+  const auto global = static_cast<std::int32_t>(token & 0xffffffffU);
+  const StreamState& st = streams[static_cast<std::size_t>(global)];
+  // Stale when the kernel settled or was re-timed (a newer wake) since.
+  if (!st.parked || st.wake_version != static_cast<std::uint32_t>(token >> 32)) return;
+  const auto owner = std::upper_bound(stream_base.begin(), stream_base.end(), global) - 1;
+  push(static_cast<int>(owner - stream_base.begin()), global - *owner);
 }
 
 bool ReplayCore::Impl::arrive(int index, OpId me, Seconds at) {
@@ -767,18 +1055,31 @@ bool ReplayCore::Impl::arrive(int index, OpId me, Seconds at) {
     return true;
   }
   if (++in.arrived == in.members) {
+    const models::Schedule& schedule = in.schedule->schedule;
     ++(*starts)[static_cast<std::size_t>(in.schedule->id)];
-    backend->start_collective(in.begin, in.schedule->schedule, static_cast<ReplayBackend::Token>(index));
+    backend->start_collective(in.begin, schedule, static_cast<ReplayBackend::Token>(index));
+    if (sm_count > 1 && schedule.channels > 0) {
+      const std::vector<Seconds>* finish = backend->finish_offsets(schedule);
+      for (int m = 0; m < in.members; ++m)
+        add_hold(member(in, m).first, {in.begin, finish ? in.begin + (*finish)[static_cast<std::size_t>(m)] : kNever,
+                                       schedule.channels, index});
+    }
   }
   return false;
 }
 
-void ReplayCore::Impl::member_done(ReplayBackend::Token token, int m, Seconds now) {
+void ReplayCore::Impl::member_done(ReplayBackend::Token token, int m) {
   const Instance& in = instances[static_cast<std::size_t>(token)];
   const auto [rank, op] = member(in, m);
   const OpId me = id(rank, op);
   const int s = program(rank).ops[static_cast<std::size_t>(op)].stream;
   StreamState& st = stream(rank, s);
+  for (Hold& hold : holds[static_cast<std::size_t>(rank)])
+    if (hold.instance == static_cast<std::int32_t>(token) && hold.end == kNever) {
+      hold.end = now;   // the end was not known at the start: kernels it overlaps are re-timed
+      push_parked(rank, -1);
+      break;
+    }
   end[static_cast<std::size_t>(me)] = now;
   st.busy = false;
   st.last_end = now;
@@ -1038,7 +1339,10 @@ std::vector<CriticalPathEntry> ReplayCore::Impl::critical_path(int rank) const {
 // --- ReplayCore -------------------------------------------------------------------------------
 
 ReplayCore::ReplayCore(const workloads::Trace& trace, const Placement& placement, ReplayPlan& plan)
-    : trace_(trace), placement_(placement), plan_(plan), impl_(std::make_unique<Impl>(trace, plan)) {
+    : trace_(trace),
+      placement_(placement),
+      plan_(plan),
+      impl_(std::make_unique<Impl>(trace, plan, placement.platform.gpu().sm_count)) {
   schedule_starts_.assign(plan.schedules().size(), 0);
 }
 
@@ -1050,12 +1354,19 @@ void ReplayCore::run(ReplayBackend& backend) {
   m.starts = &schedule_starts_;
   for (const auto& planned : plan_.schedules()) backend.declare(planned->schedule, planned->placement);
   ReplayBackend::Callbacks callbacks;
-  callbacks.woken = [&m](ReplayBackend::Token, Seconds) {
-    for (int rank = 0; rank < m.t.ranks; ++rank) m.push(rank, -1);
+  // Token 0 starts every rank's CPU; the others wake a parked stream (see advance()).
+  callbacks.woken = [&m](ReplayBackend::Token token, Seconds now) {
+    m.now = now;
+    if (token == 0) {
+      for (int rank = 0; rank < m.t.ranks; ++rank) m.push(rank, -1);
+    } else {
+      m.woken(token);
+    }
     m.drain();
   };
   callbacks.member_done = [&m](ReplayBackend::Token token, int member, Seconds now) {
-    m.member_done(token, member, now);
+    m.now = now;
+    m.member_done(token, member);
     m.drain();
   };
   backend.wake_at(0, 0);

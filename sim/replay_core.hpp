@@ -8,25 +8,41 @@
 /// trace unable to finish (a member that never reaches a collective, a recv without a send,
 /// cycles through collectives, p2p and events) and throws ConfigError naming the blocked ranks
 /// and ops instead of hanging. Times are those the backend reports for communication; all
-/// else is max-plus arithmetic on them, so the same trace and backend give the same result bit
-/// for bit.
+/// else is max-plus arithmetic on them and, for compute under SM holds, piecewise rates, so the
+/// same trace and backend give the same result bit for bit.
 ///
-/// How it runs. Everything that does not involve the network is computed eagerly, in dataflow
-/// order: a rank's CPU issues ops until a `sync` whose target has not finished, a stream runs
-/// its issued ops until one waits on something unfinished (a collective or send/recv in
-/// progress, a `wait` whose record has not fired). Only communication goes through the
-/// backend: when the last member of a collective (or the second side of a send/recv) reaches
-/// it, the core starts its schedule at that member's arrival time, and `member_done` resumes
-/// each member's stream. Every time computed in a callback at `now` is >= now, so the
-/// backend's no-past-requests rule holds; the backend's clock only orders the communication.
+/// How it runs. Everything is computed eagerly, in dataflow order, as far as it is known: a
+/// rank's CPU issues ops until a `sync` whose target has not finished, a stream runs its
+/// issued ops until one waits on something unfinished (a collective or send/recv in progress,
+/// a `wait` whose record has not fired) or is a kernel whose end is not final yet (below).
+/// Communication goes through the backend: when the last member of a collective (or the second
+/// side of a send/recv) reaches it, the core starts its schedule at that member's arrival time,
+/// and `member_done` resumes each member's stream. Every time computed in a callback at `now`
+/// is >= now, so the backend's no-past-requests rule holds.
+///
+/// SM interference (workloads/trace.hpp) makes a kernel's end depend on when collectives start
+/// and end on its rank. A started collective adds a hold to each member's GPU, whose end is
+/// known at the start where the backend fixes it then (ReplayBackend::finish_offsets) and
+/// otherwise at `member_done`. A kernel (or device copy) is timed piecewise over its rank's
+/// known holds and is final when nothing unknown can change that: it ends by the backend's now
+/// (a start is found at a callback no later than it, so every start before now is known), or
+/// no hold of unknown end overlaps it and it ends by the rank's horizon, a lower bound on the
+/// start of any collective of the rank not started yet (the latest arrival so far of one a
+/// stream waits in; for the others, where the rank's other streams can reach their next
+/// collective, following their waits on records of other streams; what waits on the kernel's
+/// own stream comes after the kernel). Otherwise the kernel is parked: its stream holds, it is
+/// re-timed when its rank's holds or horizon change, and a wake at its tentative end settles it
+/// at the latest (a wake made stale by re-timing carries an old version and is ignored). A
+/// kernel that overlaps no hold ends at begin + duration to the bit, as without the model.
 ///
 /// Details the trace model leaves open, as implemented: a GPU op is issued when its launch
 /// call returns (CPU time + cpu_launch); `kernel_gap` counts from the end of the stream's
 /// previous op of any kind and does not apply to a stream's first op; a collective or
 /// send/recv occupies its stream from when the stream reached it (waiting for late peers
 /// included) until the backend reports this member done; a collective on a one-rank subgroup
-/// has nothing to move and completes when reached (NCCL's in-place case); `sync` on an event with no record
-/// issued before it returns at once (cudaEventSynchronize on an unrecorded event).
+/// has nothing to move and completes when reached (NCCL's in-place case) and holds no SMs;
+/// `sync` on an event with no record issued before it returns at once (cudaEventSynchronize on
+/// an unrecorded event); a GPU model without an SM count (sm_count <= 1) has no interference.
 #include <cstdint>
 #include <map>
 #include <memory>

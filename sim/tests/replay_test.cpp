@@ -1,7 +1,8 @@
 // Golden replays: small traces on the dgx-a100 preset whose iteration times, breakdowns and
 // critical paths are computed by hand from the execution model of workloads/trace.hpp. The
-// one number not written down by hand, a collective's time, is the analytical engine's for
-// the same schedule, obtained separately.
+// numbers not written down by hand, a collective's time and its channels, are the analytical
+// engine's and the algorithm's for the same schedule, obtained separately. (SM interference
+// has its own cases in replay_interference_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <map>
@@ -40,14 +41,26 @@ class ReplayTest : public ::testing::Test {
     return Placement{platform_, allocation_};
   }
 
-  /// Per member: when it finishes the collective, from its start (the analytical engine).
-  std::vector<Seconds> collective_finish(CollectiveOp op, Bytes bytes, const std::string& algorithm, int ranks) {
+  models::Schedule lowered(CollectiveOp op, Bytes bytes, const std::string& algorithm, int ranks) {
     platforms::Allocation allocation;
     for (int g = 0; g < ranks; ++g) allocation.gpus.push_back(g);
     const models::CollectiveSpec spec{op, ranks, bytes, 0};
     const models::CollectiveContext context{platform_, allocation, {}};
-    const models::Schedule schedule = models::AlgorithmRegistry::instance().get(algorithm).make()->lower(spec, context);
-    return AnalyticalEngine().run(schedule, Placement{platform_, allocation}).rank_finish;
+    return models::AlgorithmRegistry::instance().get(algorithm).make()->lower(spec, context);
+  }
+
+  /// Per member: when it finishes the collective, from its start (the analytical engine).
+  std::vector<Seconds> collective_finish(CollectiveOp op, Bytes bytes, const std::string& algorithm, int ranks) {
+    platforms::Allocation allocation;
+    for (int g = 0; g < ranks; ++g) allocation.gpus.push_back(g);
+    return AnalyticalEngine().run(lowered(op, bytes, algorithm, ranks), Placement{platform_, allocation}).rank_finish;
+  }
+
+  /// How much longer a kernel gets while a collective of `op` holds its SMs for `held`:
+  /// its work goes on at (S - C) / S (workloads/trace.hpp, SM interference).
+  Seconds stretch(CollectiveOp op, Bytes bytes, Seconds held) {
+    const int channels = lowered(op, bytes, "ring", 2).channels;
+    return held * channels / platform_.gpu().sm_count;
   }
 
   Prediction run(workloads::Trace& trace, std::ostream* timeline = nullptr) {
@@ -114,14 +127,16 @@ TraceBuilder straggler_trace() {
 }
 
 TEST_F(ReplayTest, PerfectOverlapHidesTheCollective) {
-  const Seconds collective = collective_finish(CollectiveOp::allreduce, 64 * kMiB, "ring", 2)[0];
-  ASSERT_LT(2 * kLaunch + collective, 10e-3);   // the premise: it fits under the kernel
+  const std::vector<Seconds> finish = collective_finish(CollectiveOp::allreduce, 64 * kMiB, "ring", 2);
+  ASSERT_LT(2 * kLaunch + finish[0], 10e-3);   // the premise: it fits under the kernel
   TraceBuilder b = overlap_trace();
   const Prediction p = run(b.trace());
-  // The kernel is issued after one launch and starts at once (first op of its stream).
-  expect_close(p.iteration_time, kLaunch + 10e-3);
-  expect_close(p.rank_time[0], kLaunch + 10e-3);
-  expect_close(p.rank_time[1], kLaunch + 10e-3);
+  // The kernel is issued after one launch and starts at once (first op of its stream); the
+  // collective, issued at 2L, holds its channels' SMs meanwhile, which stretches the kernel.
+  for (int r = 0; r < 2; ++r)
+    expect_close(p.rank_time[static_cast<std::size_t>(r)],
+                 kLaunch + 10e-3 + stretch(CollectiveOp::allreduce, 64 * kMiB, finish[static_cast<std::size_t>(r)]));
+  expect_close(p.iteration_time, std::max(p.rank_time[0], p.rank_time[1]));
   EXPECT_EQ(p.ops_replayed, 4);
   EXPECT_EQ(p.engine, "analytical");
 }
@@ -245,11 +260,15 @@ TEST_F(ReplayTest, BreakdownWithoutOverlap) {
 }
 
 TEST_F(ReplayTest, BreakdownWithFullOverlap) {
-  const Seconds collective = collective_finish(CollectiveOp::allreduce, 64 * kMiB, "ring", 2)[0];
+  const std::vector<Seconds> finish = collective_finish(CollectiveOp::allreduce, 64 * kMiB, "ring", 2);
+  ASSERT_EQ(finish[0], finish[1]);   // the premise: both ranks alike
   TraceBuilder b = overlap_trace();
   const Prediction p = run(b.trace());
-  expect_close(p.breakdown.compute, 10e-3);
-  expect_close(p.breakdown.communication, collective);
+  // The kernel (stretched by the collective's SM hold) covers the collective; before it, the
+  // first launch is idle.
+  const Seconds kernel = 10e-3 + stretch(CollectiveOp::allreduce, 64 * kMiB, finish[0]);
+  expect_close(p.breakdown.compute, kernel);
+  expect_close(p.breakdown.communication, finish[0]);
   EXPECT_NEAR(p.breakdown.exposed_communication, 0, 1e-15);
   expect_close(p.breakdown.idle, kLaunch);
 }
@@ -501,6 +520,10 @@ TEST_F(ReplayTest, AnalyticalBackendOrdersByTimeThenRequest) {
   const std::vector<Seconds> finish = AnalyticalEngine().run(schedule, where).rank_finish;
   const std::unique_ptr<ReplayBackend> backend = make_replay_backend("analytical");
   backend->declare(schedule, where);
+  // It fixes every member's end at the start, and says so before any start.
+  const std::vector<Seconds>* offsets = backend->finish_offsets(schedule);
+  ASSERT_NE(offsets, nullptr);
+  EXPECT_EQ(*offsets, finish);
   backend->wake_at(5, 1);
   backend->wake_at(5, 2);
   backend->wake_at(1, 3);
