@@ -63,4 +63,18 @@ std::int64_t Schedule::expanded_step_count() const {
   return count;
 }
 
+Schedule single_transfer(Bytes bytes, std::string algorithm) {
+  Schedule schedule;
+  schedule.spec = {CollectiveOp::sendrecv, 2, bytes, 0};
+  schedule.algorithm = std::move(algorithm);
+  schedule.num_blocks = 2;
+  schedule.block_bytes = bytes;
+  Step step;
+  step.src = 0;
+  step.dst = 1;
+  step.wire_bytes = bytes;
+  schedule.rounds.push_back(Round{{step}, 1, 0});
+  return schedule;
+}
+
 }  // namespace stepsim::models

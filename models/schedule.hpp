@@ -139,4 +139,9 @@ struct Schedule {
   }
 };
 
+/// @brief Two ranks, one step moving `bytes` from rank 0 to rank 1: a send. (nccl-tests'
+/// sendrecv is a ring shift, which on two ranks moves the bytes both ways, so the checker's
+/// sendrecv promise does not apply to it.)
+Schedule single_transfer(Bytes bytes, std::string algorithm);
+
 }  // namespace stepsim::models

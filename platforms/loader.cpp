@@ -54,14 +54,6 @@ Fabric read_fabric(const YamlReader& reader, const YAML::Node& section, int node
   return fabric;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path, "cannot read the file", "check the path and its permissions");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const auto& [stem, text] : embedded_presets())
@@ -124,7 +116,7 @@ Platform load_platform(const std::string& name_or_path, const PlatformOptions& o
   auto it = presets.find(name_or_path);
   if (it != presets.end() && !is_catalogue(name_or_path))
     return parse_platform(it->second, name_or_path + ".yaml (preset)", options);
-  if (std::filesystem::is_regular_file(name_or_path)) return parse_platform(read_text(name_or_path), name_or_path, options);
+  if (std::filesystem::is_regular_file(name_or_path)) return parse_platform(read_text_file(name_or_path), name_or_path, options);
   throw ConfigError(name_or_path, "neither a preset nor a readable file",
                     "use a platform file path or a preset (`stepsim presets` describes them): " + join(preset_names()));
 }

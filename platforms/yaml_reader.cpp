@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "platforms/config_error.hpp"
@@ -167,6 +169,14 @@ std::string YamlReader::get_choice(const YAML::Node& node, const std::string& pa
   if (std::find(choices.begin(), choices.end(), text) == choices.end())
     fail(path, node, "unknown value '" + text + "'", "use one of: " + join(choices));
   return text;
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path, "cannot read the file", "check the path and its permissions");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace stepsim::platforms

@@ -50,6 +50,9 @@ class YamlReader {
   std::map<std::string, std::string> overrides_;  ///< key path -> flag text that set it
 };
 
+/// @brief The whole file at `path`; ConfigError naming the path when it cannot be read.
+std::string read_text_file(const std::string& path);
+
 /// @brief "a, b, c" for error messages.
 std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
 

@@ -176,19 +176,9 @@ const PlannedSchedule& ReplayPlan::collective(int call, int subgroup) {
 const PlannedSchedule& ReplayPlan::p2p(int sender, int receiver, Bytes bytes) {
   const PlannedSchedule*& slot = by_pair_[{sender, receiver, bytes}];
   if (slot) return *slot;
-  // Built here rather than by the `direct` algorithm: its sendrecv is nccl-tests' ring shift,
-  // which on two ranks moves the bytes both ways; a send moves them one way, rank 0 -> rank 1.
-  // (So the checker's sendrecv promise, which includes 1 -> 0, does not apply to it.)
-  models::Schedule schedule;
-  schedule.spec = {models::CollectiveOp::sendrecv, 2, bytes, 0};
-  schedule.algorithm = "direct";
-  schedule.num_blocks = 2;
-  schedule.block_bytes = bytes;
-  models::Step step;
-  step.src = 0;
-  step.dst = 1;
-  step.wire_bytes = bytes;
-  schedule.rounds.push_back(models::Round{{step}, 1, 0});
+  // Not the `direct` algorithm: its sendrecv is nccl-tests' ring shift, which on two ranks
+  // moves the bytes both ways; a send moves them one way, rank 0 -> rank 1.
+  models::Schedule schedule = models::single_transfer(bytes, "direct");
   platforms::Allocation allocation;
   allocation.gpus = {placement_.allocation.gpus[static_cast<std::size_t>(sender)],
                      placement_.allocation.gpus[static_cast<std::size_t>(receiver)]};

@@ -154,14 +154,6 @@ Trace parse_json_trace(const std::string& text, const std::string& origin, const
   return finish(std::move(trace), origin);
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path, "cannot read the file", "check the path and its permissions");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const auto& [stem, _] : embedded_workload_presets()) names.push_back(stem);
@@ -192,8 +184,8 @@ Trace load_workload(const std::string& name_or_path, const JobContext& job, cons
     return parse_workload(it->second, name_or_path + ".yaml (preset)", job, overrides);
   if (std::filesystem::is_regular_file(name_or_path)) {
     if (std::filesystem::path(name_or_path).extension() == ".json")
-      return parse_json_trace(read_text(name_or_path), name_or_path, job, overrides);
-    return parse_workload(read_text(name_or_path), name_or_path, job, overrides);
+      return parse_json_trace(platforms::read_text_file(name_or_path), name_or_path, job, overrides);
+    return parse_workload(platforms::read_text_file(name_or_path), name_or_path, job, overrides);
   }
   throw ConfigError(
       name_or_path, "neither a workload preset nor a readable file",

@@ -168,19 +168,7 @@ inline models::Schedule direct_alltoall(int ranks, Bytes bytes_per_rank) {
 }
 
 /// One transfer of `bytes` from rank 0 to rank 1.
-inline models::Schedule single_transfer(Bytes bytes) {
-  models::Schedule s;
-  s.spec = {models::CollectiveOp::sendrecv, 2, bytes, 0};
-  s.algorithm = "test-transfer";
-  s.num_blocks = 2;
-  s.block_bytes = bytes;
-  models::Step step;
-  step.src = 0;
-  step.dst = 1;
-  step.wire_bytes = bytes;
-  s.rounds.push_back(models::Round{{step}, 1, 0});
-  return s;
-}
+inline models::Schedule single_transfer(Bytes bytes) { return models::single_transfer(bytes, "test-transfer"); }
 
 inline CollectiveResult run_engine(const std::string& engine, const models::Schedule& schedule,
                                    const platforms::Platform& platform,

@@ -2,8 +2,6 @@
 // engines, each case in its own process so that wall time and peak memory are its own.
 // Not a test: numbers depend on the machine. Run: meson test -C BUILD --benchmark
 // (or the binary directly; --help lists the knobs).
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <sstream>
@@ -17,28 +15,18 @@
 #include "platforms/loader.hpp"
 #include "sim/child_process.hpp"
 #include "sim/engine.hpp"
+#include "tools/bench/measure.hpp"
 
 namespace {
 
 using namespace stepsim;
+using bench::peak_rss_mib;
+using bench::seconds_since;
 
 struct Case {
   int ranks = 0;
   std::string engine;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Peak resident memory of this process and of its largest waited-for child (the event
-// engine simulates in a forked child), in MiB.
-double peak_rss_mib() {
-  rusage self{}, children{};
-  getrusage(RUSAGE_SELF, &self);
-  getrusage(RUSAGE_CHILDREN, &children);
-  return std::max(self.ru_maxrss, children.ru_maxrss) / 1024.0;
-}
 
 // Runs one case (in a child process) and returns its table row.
 std::string run_case(const Case& c, const std::string& platform_name, Bytes bytes, int channels) {

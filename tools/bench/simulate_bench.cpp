@@ -3,8 +3,6 @@
 // llama3-70b FSDP on 1024 GPUs (128 nodes) analytical < 2 s; on 64 GPUs event < 60 s.
 // Not a test: numbers depend on the machine. Run: meson test -C BUILD --benchmark
 // (or the binary directly; --help lists the knobs).
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -15,31 +13,21 @@
 
 #include "platforms/loader.hpp"
 #include "sim/child_process.hpp"
+#include "tools/bench/measure.hpp"
 #include "sim/replay.hpp"
 #include "workloads/workload.hpp"
 
 namespace {
 
 using namespace stepsim;
+using bench::peak_rss_mib;
+using bench::seconds_since;
 
 struct Case {
   std::string workload;
   int nodes = 1;
   std::string engine;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Peak resident memory of this process and of its largest waited-for child (the event
-// replay simulates in a forked child), in MiB.
-double peak_rss_mib() {
-  rusage self{}, children{};
-  getrusage(RUSAGE_SELF, &self);
-  getrusage(RUSAGE_CHILDREN, &children);
-  return std::max(self.ru_maxrss, children.ru_maxrss) / 1024.0;
-}
 
 std::string run_case(const Case& c, const std::string& platform_name) {
   const auto start = std::chrono::steady_clock::now();

@@ -159,11 +159,7 @@ class DdpEmitter {
 
   void add_notes(const Block& layer) {
     const Bytes per = models::bytes_of(t_.reduce_dtype);
-    b_.set_work({t_.tokens() * t_.gradient_accumulation, "tokens", model_flops_per_iteration(m_, t_)});
-    b_.note(fmt::format("model FLOPs per rank per iteration = {:.4g} (torchtitan's count: 6 x {:.4g} parameters "
-                        "without the token embedding + 12 x layers x heads x head_dim x sequence, per token, x {:.0f} "
-                        "tokens)",
-                        model_flops_per_iteration(m_, t_), flop_params(m_, t_), t_.tokens() * t_.gradient_accumulation));
+    b_.set_work_and_note(m_, t_);
     b_.note(fmt::format("parameters: {:.4g} in all, {:.4g} per transformer block; fp32 parameters, gradients and "
                         "optimizer state on every rank",
                         total_params(m_, t_), layer_params(m_)));

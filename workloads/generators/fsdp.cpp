@@ -347,11 +347,7 @@ class FsdpEmitter {
 
   void add_notes(const Block& embedding, const Block& layer, const Block& head) {
     const double total = total_params(m_, t_);
-    b_.set_work({t_.tokens() * t_.gradient_accumulation, "tokens", model_flops_per_iteration(m_, t_)});
-    b_.note(fmt::format("model FLOPs per rank per iteration = {:.4g} (torchtitan's count: 6 x {:.4g} parameters "
-                        "without the token embedding + 12 x layers x heads x head_dim x sequence, per token, x {:.0f} "
-                        "tokens)",
-                        model_flops_per_iteration(m_, t_), flop_params(m_, t_), t_.tokens() * t_.gradient_accumulation));
+    b_.set_work_and_note(m_, t_);
     b_.note(fmt::format("parameters: {:.4g} in all, {:.4g} per transformer block, {:.4g} in the root (embeddings, "
                         "final norm, output); {} units; shard groups of {} rank(s){}",
                         total, layer_params(m_), embedding_params(m_, t_) + head_params(m_), units_.size(), shard_size_,

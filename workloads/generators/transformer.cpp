@@ -580,6 +580,14 @@ void ProgramBuilder::sync_event(int event) {
 
 void ProgramBuilder::note(std::string text) { trace_.notes.push_back(std::move(text)); }
 
+void ProgramBuilder::set_work_and_note(const ModelConfig& model, const TrainingConfig& training) {
+  const double tokens = training.tokens() * training.gradient_accumulation;
+  trace_.work = {tokens, "tokens", model_flops_per_iteration(model, training)};
+  note(fmt::format("model FLOPs per rank per iteration = {:.4g} (torchtitan's count: 6 x {:.4g} parameters without "
+                   "the token embedding + 12 x layers x heads x head_dim x sequence, per token, x {:.0f} tokens)",
+                   trace_.work.model_flops_per_rank, flop_params(model, training), tokens));
+}
+
 Trace ProgramBuilder::finish() { return std::move(trace_); }
 
 }  // namespace stepsim::workloads::transformer

@@ -147,7 +147,9 @@ class ProgramBuilder {
   void wait(int stream, int event);
   void sync_event(int event);
   void note(std::string text);
-  void set_work(Work work) { trace_.work = std::move(work); }
+  /// @brief Tokens and model FLOPs (torchtitan's count) per rank per iteration, as Trace::work
+  /// and as a note saying how they were counted.
+  void set_work_and_note(const ModelConfig& model, const TrainingConfig& training);
 
   /// @brief The trace: one Program, run by every rank.
   Trace finish();
