@@ -19,6 +19,7 @@ Action add_collective_command(CLI::App& command);
 Action add_simulate_command(CLI::App& command);
 Action add_presets_command(CLI::App& command);
 Action add_import_command(CLI::App& command);
+Action add_blink_command(CLI::App& command);
 
 /// @brief Platform selection flags shared by every subcommand that takes a PLATFORM.
 struct PlatformArgs {

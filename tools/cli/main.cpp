@@ -23,6 +23,7 @@ constexpr Subcommand kSubcommands[] = {
     {"presets", "List the shipped platform and workload presets", stepsim::cli::add_presets_command},
     {"import", "Turn external data into stepsim files (nvidia-smi-topo)",
      stepsim::cli::add_import_command},
+    {"blink", "Blink's tree packing: the allocation census of a server (census)", stepsim::cli::add_blink_command},
 };
 
 }  // namespace
