@@ -1,0 +1,95 @@
+// `stepsim simulate` as a user runs it: the documented JSON keys and their relations, workload
+// overrides, the timeline file, determinism and errors.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tools/tests/cli_run.hpp"
+
+namespace stepsim::cli_test {
+namespace {
+
+nlohmann::json simulate_json(std::vector<std::string> args) {
+  args.insert(args.begin(), "simulate");
+  args.push_back("--format");
+  args.push_back("json");
+  RunResult r = run_stepsim(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(CliSimulate, JsonHasTheDocumentedKeysAndTheyAddUp) {
+  const auto j = simulate_json({"dgx-h100", "llama3-8b"});
+  for (const char* key : {"iteration_time_s", "ranks", "nodes", "engine", "breakdown", "slowest_rank",
+                          "critical_path", "links", "throughput", "mfu_bf16", "notes"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["ranks"], 8);
+  const double t = j["iteration_time_s"];
+  const auto& b = j["breakdown"];
+  EXPECT_GT(t, 0);
+  // idle is what neither compute nor communication covers: busy + idle = the iteration.
+  const double busy = b["compute_s"].get<double>() + b["exposed_communication_s"].get<double>();
+  EXPECT_NEAR(busy + b["idle_s"].get<double>(), t, 1e-9 * t);
+  double path = 0;
+  for (const auto& e : j["critical_path"]) path += e["time_s"].get<double>();
+  EXPECT_NEAR(path, t, 1e-6 * t);
+  // 2 x 8192 tokens per GPU per iteration.
+  EXPECT_NEAR(j["throughput"]["per_gpu_per_s"].get<double>() * t, 16384.0, 1e-6);
+}
+
+TEST(CliSimulate, WorkloadOverridesChangeTheWorkAndPlatformOverridesTheTime) {
+  const auto base = simulate_json({"dgx-h100", "llama3-8b"});
+  const auto longer = simulate_json({"dgx-h100", "llama3-8b", "-p", "workload.training.micro_batch=4"});
+  EXPECT_GT(longer["iteration_time_s"].get<double>(), 1.8 * base["iteration_time_s"].get<double>());
+  const auto slower_hbm = simulate_json({"dgx-h100", "llama3-8b", "-p", "gpu.hbm_bandwidth=1TBps"});
+  EXPECT_GT(slower_hbm["iteration_time_s"].get<double>(), base["iteration_time_s"].get<double>());
+}
+
+TEST(CliSimulate, SameInputSameOutputOnBothEngines) {
+  const std::vector<std::string> args = {"simulate", "dgx-a100", "example-trace", "--format", "json"};
+  const RunResult first = run_stepsim(args), second = run_stepsim(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, second.out);
+  std::vector<std::string> event = args;
+  event.push_back("--engine");
+  event.push_back("event");
+  const RunResult a = run_stepsim(event), b = run_stepsim(event);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(CliSimulate, TimelineIsChromeTraceJson) {
+  const std::string path = "/tmp/stepsim_cli_timeline_" + std::to_string(::getpid()) + ".json";
+  const RunResult r = run_stepsim({"simulate", "dgx-a100", "--gpus", "0-3", "example-trace", "--timeline", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(path);
+  const nlohmann::json timeline = nlohmann::json::parse(in);
+  std::remove(path.c_str());
+  const auto& events = timeline.is_object() ? timeline["traceEvents"] : timeline;
+  int slices = 0, process_names = 0;
+  for (const auto& e : events) {
+    if (e["ph"] == "X") ++slices;
+    if (e["ph"] == "M" && e["name"] == "process_name") ++process_names;
+  }
+  EXPECT_EQ(process_names, 4);   // one process per rank
+  EXPECT_GT(slices, 0);
+}
+
+TEST(CliSimulate, BadWorkloadsExitWithTwoAndSayWhy) {
+  const RunResult unknown = run_stepsim({"simulate", "dgx-h100", "llama9"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("llama3-8b"), std::string::npos) << unknown.err;   // lists the presets
+  const RunResult bad_key = run_stepsim({"simulate", "dgx-h100", "llama3-8b", "-p", "workload.fsdp.strategy=ZERO9"});
+  EXPECT_EQ(bad_key.exit_code, 2);
+  EXPECT_NE(bad_key.err.find("FULL_SHARD"), std::string::npos) << bad_key.err;  // lists the strategies
+  const RunResult too_small = run_stepsim({"simulate", "dgx-a100", "--gpus", "0", "dlrm-criteo-1tb"});
+  EXPECT_EQ(too_small.exit_code, 2);
+  EXPECT_NE(too_small.err.find("GB"), std::string::npos) << too_small.err;      // the memory check
+}
+
+}  // namespace
+}  // namespace stepsim::cli_test
