@@ -393,9 +393,12 @@ double sum(const std::vector<double>& xs) {
   return s;
 }
 
-/// Integer max-flow (Edmonds–Karp) on a dense capacity matrix, stopping once `enough`.
-int max_flow(std::vector<int> cap, int n, int s, int t, int enough) {
-  int flow = 0;
+/// Max-flow (Edmonds–Karp) on a dense capacity matrix, stopping once `enough`: lanes (int) for
+/// the integral packing, bandwidths (double) for the bounds.
+template <class Capacity>
+Capacity max_flow(std::vector<Capacity> cap, int n, int s, int t,
+                  Capacity enough = std::numeric_limits<Capacity>::max()) {
+  Capacity flow = 0;
   std::vector<int> prev(static_cast<std::size_t>(n));
   while (flow < enough) {
     std::fill(prev.begin(), prev.end(), -1);
@@ -411,7 +414,7 @@ int max_flow(std::vector<int> cap, int n, int s, int t, int enough) {
         }
     }
     if (prev[static_cast<std::size_t>(t)] < 0) break;
-    int push = enough - flow;
+    Capacity push = enough - flow;
     for (int y = t; y != s; y = prev[static_cast<std::size_t>(y)])
       push = std::min(push, cap[static_cast<std::size_t>(prev[static_cast<std::size_t>(y)] * n + y)]);
     for (int y = t; y != s; y = prev[static_cast<std::size_t>(y)]) {
@@ -511,34 +514,6 @@ Packing from_candidates(const std::vector<OArc>& arcs, const std::vector<Candida
   return p;
 }
 
-/// Double max-flow (Edmonds–Karp) on a dense matrix.
-double max_flow(std::vector<double> cap, int n, int s, int t) {
-  double flow = 0;
-  std::vector<int> prev(static_cast<std::size_t>(n));
-  while (true) {
-    std::fill(prev.begin(), prev.end(), -1);
-    prev[static_cast<std::size_t>(s)] = s;
-    std::deque<int> queue{s};
-    while (!queue.empty() && prev[static_cast<std::size_t>(t)] < 0) {
-      const int x = queue.front();
-      queue.pop_front();
-      for (int y = 0; y < n; ++y)
-        if (prev[static_cast<std::size_t>(y)] < 0 && cap[static_cast<std::size_t>(x * n + y)] > 0) {
-          prev[static_cast<std::size_t>(y)] = x;
-          queue.push_back(y);
-        }
-    }
-    if (prev[static_cast<std::size_t>(t)] < 0) return flow;
-    double push = kInf;
-    for (int y = t; y != s; y = prev[static_cast<std::size_t>(y)])
-      push = std::min(push, cap[static_cast<std::size_t>(prev[static_cast<std::size_t>(y)] * n + y)]);
-    for (int y = t; y != s; y = prev[static_cast<std::size_t>(y)]) {
-      cap[static_cast<std::size_t>(prev[static_cast<std::size_t>(y)] * n + y)] -= push;
-      cap[static_cast<std::size_t>(y * n + prev[static_cast<std::size_t>(y)])] += push;
-    }
-    flow += push;
-  }
-}
 
 }  // namespace
 
