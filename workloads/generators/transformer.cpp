@@ -555,28 +555,17 @@ void ProgramBuilder::collective(int stream, const std::string& name, models::Col
   trace_.programs[0].ops.push_back(o);
 }
 
-void ProgramBuilder::record(int stream, int event) {
+void ProgramBuilder::event_op(OpKind kind, int stream, int event) {
   Op op;
-  op.kind = OpKind::record;
+  op.kind = kind;
   op.stream = stream;
   op.event = event;
   trace_.programs[0].ops.push_back(op);
 }
 
-void ProgramBuilder::wait(int stream, int event) {
-  Op op;
-  op.kind = OpKind::wait;
-  op.stream = stream;
-  op.event = event;
-  trace_.programs[0].ops.push_back(op);
-}
-
-void ProgramBuilder::sync_event(int event) {
-  Op op;
-  op.kind = OpKind::sync;
-  op.event = event;
-  trace_.programs[0].ops.push_back(op);
-}
+void ProgramBuilder::record(int stream, int event) { event_op(OpKind::record, stream, event); }
+void ProgramBuilder::wait(int stream, int event) { event_op(OpKind::wait, stream, event); }
+void ProgramBuilder::sync_event(int event) { event_op(OpKind::sync, -1, event); }
 
 void ProgramBuilder::note(std::string text) { trace_.notes.push_back(std::move(text)); }
 

@@ -155,6 +155,8 @@ class ProgramBuilder {
   Trace finish();
 
  private:
+  /// @brief A record, wait or sync op (sync: stream -1) on `event`.
+  void event_op(OpKind kind, int stream, int event);
   int name_index(const std::string& name);
   void gap();
 
