@@ -64,13 +64,7 @@ std::vector<std::string> preset_names() {
 }  // namespace
 
 Platform parse_platform(const std::string& yaml_text, const std::string& origin, const PlatformOptions& options) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(origin + " (line " + std::to_string(e.mark.line + 1) + ")", "malformed YAML: " + e.msg,
-                      "fix the YAML syntax at that line");
-  }
+  YAML::Node root = load_yaml(yaml_text, origin);
   YamlReader reader(origin);
   if (!root.IsMap())
     reader.fail("(document)", root, "expected a platform description (a map of keys)",

@@ -171,6 +171,15 @@ std::string YamlReader::get_choice(const YAML::Node& node, const std::string& pa
   return text;
 }
 
+YAML::Node load_yaml(const std::string& yaml_text, const std::string& origin) {
+  try {
+    return YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(origin + " (line " + std::to_string(e.mark.line + 1) + ")", "malformed YAML: " + e.msg,
+                      "fix the YAML syntax at that line");
+  }
+}
+
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path, "cannot read the file", "check the path and its permissions");

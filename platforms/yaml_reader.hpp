@@ -50,6 +50,9 @@ class YamlReader {
   std::map<std::string, std::string> overrides_;  ///< key path -> flag text that set it
 };
 
+/// @brief Parses YAML text; a syntax error is a ConfigError naming `origin` and the line.
+YAML::Node load_yaml(const std::string& yaml_text, const std::string& origin);
+
 /// @brief The whole file at `path`; ConfigError naming the path when it cannot be read.
 std::string read_text_file(const std::string& path);
 

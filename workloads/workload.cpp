@@ -164,13 +164,7 @@ std::vector<std::string> preset_names() {
 
 Trace parse_workload(const std::string& yaml_text, const std::string& origin, const JobContext& job,
                      const std::vector<std::string>& overrides) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(origin + " (line " + std::to_string(e.mark.line + 1) + ")", "malformed YAML: " + e.msg,
-                      "fix the YAML syntax at that line");
-  }
+  YAML::Node root = platforms::load_yaml(yaml_text, origin);
   YamlReader reader(origin);
   const std::string kind = read_kind(root, reader, overrides);
   const YAML::Node& doc = root;
