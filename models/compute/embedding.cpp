@@ -139,12 +139,16 @@ double bag_hit_rate(double resident, double rows, double pooling) {
                   std::lgamma(rows - pooling + 1));
 }
 
-class EmbeddingForward : public KernelModel {
+/// @brief What forward and backward lookups share: their parameters and reuse histogram.
+class EmbeddingModel : public KernelModel {
  public:
   std::vector<KernelParam> params() const override { return embedding_params(); }
   std::string histogram_meaning() const override { return kHistogramMeaning; }
   std::size_t histogram_bins() const override { return kReuseBins; }
+};
 
+class EmbeddingForward : public EmbeddingModel {
+ public:
   KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
     const Lookup s = lookup_of(spec);
     const double warps = gpu.sm_count * std::floor(sm_limits(gpu.sm_version).warps * 0.71);
@@ -170,12 +174,8 @@ class EmbeddingForward : public KernelModel {
   }
 };
 
-class EmbeddingBackward : public KernelModel {
+class EmbeddingBackward : public EmbeddingModel {
  public:
-  std::vector<KernelParam> params() const override { return embedding_params(); }
-  std::string histogram_meaning() const override { return kHistogramMeaning; }
-  std::size_t histogram_bins() const override { return kReuseBins; }
-
   KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
     const Lookup s = lookup_of(spec);
     const Bytes usable_shared = std::floor(sm_limits(gpu.sm_version).shared_memory * 2 / 3 / 16) * 16;
