@@ -6,6 +6,7 @@
 /// or throws ConfigError when the op or the allocation is not supported (`supports` says so
 /// beforehand). Adding an algorithm is one file under models/collectives/ ending with
 /// `STEPSIM_REGISTER_ALGORITHM(Class, "name", "one-line description")`.
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,11 +18,25 @@
 
 namespace stepsim::models {
 
+/// @brief Where a codec compresses (models/compression/compressed_schedules.hpp): every large
+/// message by its sender (p2p, MVAPICH2-GDR) or inside the collective (Zhou et al.'s ring).
+enum class CompressionMode : std::uint8_t { p2p, collective };
+
+/// @brief Compression-assisted collectives; an empty codec means none. Honoured by
+/// models::lower_collective (compressed_schedules.hpp), not by Algorithm::lower.
+struct CompressionOptions {
+  std::string codec;                        ///< CODEC[:key=value,...], e.g. "zfp:rate=8"
+  CompressionMode mode = CompressionMode::collective;
+  Bytes threshold = 1024.0 * 1024;          ///< p2p: smaller messages stay raw (MVAPICH-Plus default 1 MB)
+  bool operator==(const CompressionOptions&) const = default;
+};
+
 /// @brief Knobs a user may set on any algorithm (0 / empty = the algorithm decides).
 struct AlgorithmOptions {
   int channels = 0;            ///< parallel rings/trees
   Bytes chunk_bytes = 0;       ///< pipeline chunk size for trees and pipelined schedules
   std::map<std::string, std::string> extra;   ///< algorithm-specific (e.g. nccl proto=LL128)
+  CompressionOptions compression;
   bool operator==(const AlgorithmOptions&) const = default;
 };
 

@@ -19,27 +19,42 @@ constexpr double kMaxStateWords = 1 << 28;
 /// recursive doubling). Several reductions into one cell in one round are legal as long as
 /// their contributions are disjoint; a replace next to any other write is a conflict.
 ///
-/// State: for every endpoint and cell, the set of ranks whose contribution it holds, as a
-/// flat array of 64-bit words (`words_` per set) so thousands of ranks stay compact.
+/// State: for every endpoint, cell and form (raw, and compressed when the schedule has codec
+/// steps: two buffers, schedule.hpp), the set of ranks whose contribution it holds, as a flat
+/// array of 64-bit words (`words_` per set) so thousands of ranks stay compact. A *slot* is a
+/// (cell, form) pair.
+enum Form : int { kRaw = 0, kCompressed = 1 };
+
+bool has_codec_steps(const Schedule& s) {
+  for (const Round& round : s.rounds)
+    for (const Step& st : round.steps)
+      if (st.is_codec() || st.compressed) return true;
+  return false;
+}
+
 class Machine {
  public:
   explicit Machine(const Schedule& s)
       : s_(s),
         ranks_(s.spec.ranks),
         cells_(static_cast<std::int64_t>(s.num_blocks) * s.pieces),
+        forms_(has_codec_steps(s) ? 2 : 1),
         words_((s.spec.ranks + 63) / 64),
-        state_(static_cast<std::size_t>(s.endpoints() * cells_ * words_), 0),
+        state_(static_cast<std::size_t>(s.endpoints() * cells_ * forms_ * words_), 0),
         owner_channel_(static_cast<std::size_t>(cells_), -1) {}
 
-  std::uint64_t* at(int endpoint, std::int64_t cell) {
-    return &state_[static_cast<std::size_t>((endpoint * cells_ + cell) * words_)];
+  std::uint64_t* at(int endpoint, std::int64_t slot) {
+    return &state_[static_cast<std::size_t>((endpoint * slots() + slot) * words_)];
   }
   std::int64_t cell(int block, int piece) const { return static_cast<std::int64_t>(block) * s_.pieces + piece; }
+  std::int64_t slot(std::int64_t cell, Form form) const { return cell * forms_ + form; }
+  std::int64_t slots() const { return cells_ * forms_; }
+  bool has_compressed_form() const { return forms_ == 2; }
   int words() const { return words_; }
   int& owner_channel(std::int64_t cell) { return owner_channel_[static_cast<std::size_t>(cell)]; }
 
   void add(int endpoint, int block, int piece, int rank) {
-    at(endpoint, cell(block, piece))[rank / 64] |= std::uint64_t{1} << (rank % 64);
+    at(endpoint, slot(cell(block, piece), kRaw))[rank / 64] |= std::uint64_t{1} << (rank % 64);
   }
 
   bool empty(const std::uint64_t* set) const {
@@ -81,6 +96,7 @@ class Machine {
   const Schedule& s_;
   int ranks_;
   std::int64_t cells_;
+  int forms_;
   int words_;
   std::vector<std::uint64_t> state_;
   std::vector<int> owner_channel_;
@@ -128,8 +144,36 @@ std::optional<std::string> check_block_owner(const Schedule& s) {
   return std::nullopt;
 }
 
+/// What each kind of step may be: a transfer joins two endpoints; a codec step runs on one
+/// rank's GPU (switches hold data in transit only), moves nothing over the wire, and only a
+/// decompression may reduce; compressed data has a size to carry and cannot be reduced.
+std::optional<std::string> check_step_kind(const Schedule& s, const Step& st) {
+  if (st.is_codec()) {
+    const std::string what = to_string(st.kind);
+    if (st.src != st.dst)
+      return what + " step names two endpoints (" + endpoint_name(s, st.src) + ", " + endpoint_name(s, st.dst) +
+             "); it runs on one, src == dst";
+    if (st.src >= s.spec.ranks) return what + " step on " + endpoint_name(s, st.src) + ": only ranks' GPUs run codecs";
+    if (st.wire_bytes != 0 || st.compressed) return what + " step moves nothing: wire_bytes 0, compressed unset";
+    if (st.kind == StepKind::compress && st.combine != Combine::replace)
+      return "compress step reduces; only a decompression may accumulate into the raw cell";
+    if (!std::isfinite(st.codec_time) || st.codec_time < 0)
+      return what + " step has codec_time " + std::to_string(st.codec_time);
+    if (!(s.compressed_piece_bytes > 0)) return what + " step but the schedule's compressed_piece_bytes is not set";
+    return std::nullopt;
+  }
+  if (st.src == st.dst) return "sends to itself (" + endpoint_name(s, st.src) + ")";
+  if (st.codec_time != 0) return "transfer with a codec_time (only compress / decompress steps have one)";
+  if (st.compressed && st.combine == Combine::reduce)
+    return "reduces compressed data: a reduce needs raw data on both sides (decompress with Combine::reduce "
+           "at the destination instead)";
+  if (st.compressed && !(s.compressed_piece_bytes > 0))
+    return "compressed transfer but the schedule's compressed_piece_bytes is not set";
+  return std::nullopt;
+}
+
 /// Structural checks that need no execution: sizes, indices, channels, wire bytes.
-std::optional<std::string> check_structure(const Schedule& s, const CheckOptions& options) {
+std::optional<std::string> check_structure(const Schedule& s) {
   const CollectiveSpec& spec = s.spec;
   if (spec.ranks < 1) return "schedule has " + std::to_string(spec.ranks) + " ranks";
   if (s.num_blocks < 1 || s.pieces < 1 || s.channels < 1)
@@ -167,7 +211,7 @@ std::optional<std::string> check_structure(const Schedule& s, const CheckOptions
       if (st.src < 0 || st.src >= s.endpoints() || st.dst < 0 || st.dst >= s.endpoints())
         return where + "endpoint " + std::to_string(st.src) + " -> " + std::to_string(st.dst) +
                " outside [0, " + std::to_string(s.endpoints()) + ")";
-      if (st.src == st.dst) return where + "sends to itself (" + endpoint_name(s, st.src) + ")";
+      if (auto bad = check_step_kind(s, st)) return where + *bad;
       if (st.block < 0 || st.block >= s.num_blocks)
         return where + "block " + std::to_string(st.block) + " outside [0, " + std::to_string(s.num_blocks) + ")";
       if (st.block_count < 1 || st.block_count > s.num_blocks)
@@ -177,12 +221,12 @@ std::optional<std::string> check_structure(const Schedule& s, const CheckOptions
         return where + "piece " + std::to_string(st.piece) + " outside [0, " + std::to_string(s.pieces) + ")";
       if (st.channel < 0 || st.channel >= s.channels)
         return where + "channel " + std::to_string(st.channel) + " outside [0, " + std::to_string(s.channels) + ")";
-      const Bytes cells_bytes = st.block_count * s.piece_bytes();
-      if (!options.allow_compressed_wire_bytes &&
-          std::abs(st.wire_bytes - cells_bytes) > 1e-9 * std::max(1.0, cells_bytes)) {
+      if (st.is_codec()) continue;
+      const Bytes cells_bytes = st.block_count * (st.compressed ? s.compressed_piece_bytes : s.piece_bytes());
+      if (std::abs(st.wire_bytes - cells_bytes) > 1e-9 * std::max(1.0, cells_bytes)) {
         std::ostringstream text;
-        text << where << "wire_bytes " << st.wire_bytes << " but its " << st.block_count
-             << " cell(s) hold " << cells_bytes << " bytes";
+        text << where << "wire_bytes " << st.wire_bytes << " but its " << st.block_count << " cell(s) hold "
+             << cells_bytes << (st.compressed ? " bytes compressed" : " bytes");
         return text.str();
       }
     }
@@ -214,10 +258,14 @@ std::optional<std::string> check_final(const Schedule& s, Machine& m) {
   const int n = s.spec.ranks;
   const std::vector<std::uint64_t> all = m.everyone();
   auto expect = [&](int rank, int b, int p, const std::vector<std::uint64_t>& want) -> std::optional<std::string> {
-    const std::uint64_t* have = m.at(rank, m.cell(b, p));
+    const std::int64_t c = m.cell(b, p);
+    const std::uint64_t* have = m.at(rank, m.slot(c, kRaw));
     if (m.equal(have, want)) return std::nullopt;
-    return "final state: rank " + std::to_string(rank) + " " + cell_name(b, p) + " holds " + m.describe(have) +
-           ", " + to_string(s.spec.op) + " promises " + m.describe(want.data());
+    std::string text = "final state: rank " + std::to_string(rank) + " " + cell_name(b, p) + " holds " +
+                       m.describe(have) + ", " + to_string(s.spec.op) + " promises " + m.describe(want.data());
+    if (m.has_compressed_form() && m.equal(m.at(rank, m.slot(c, kCompressed)), want))
+      text += " (it holds that only compressed: decompress it)";
+    return text;
   };
   for (int b = 0; b < s.num_blocks; ++b)
     for (int p = 0; p < s.pieces; ++p) {
@@ -304,21 +352,21 @@ class RaceTracker {
     return edges;
   }
 
-  RaceTracker(const Schedule& s, Edges edges) : s_(s), edge_of_(std::move(edges.of)) {
+  RaceTracker(const Schedule& s, Edges edges, std::int64_t slots) : s_(s), slots_(slots), edge_of_(std::move(edges.of)) {
     clock_.resize(static_cast<std::size_t>(s.endpoints() * s.channels));
     for (int e = 0; e < s.endpoints(); ++e)
       for (int c = 0; c < s.channels; ++c)
         clock_[pair(e, c)].assign(static_cast<std::size_t>(edges.per_channel[static_cast<std::size_t>(c)]), -1);
   }
 
-  /// Step i of compact round r writes `cell` at its destination. Returns the earlier access
-  /// of that cell the write is not ordered after, if any. Accesses kept are all of earlier
+  /// Step i of compact round r writes `slot` (a cell's raw or compressed form) at its
+  /// destination. Returns the earlier access of that slot the write is not ordered after, if any. Accesses kept are all of earlier
   /// rounds (record's land at end_round), so same-round reads and writes are left to the round
   /// rule (reads see the state before the round).
-  std::optional<Access> unordered_before(std::size_t r, std::size_t i, std::int64_t cell) const {
+  std::optional<Access> unordered_before(std::size_t r, std::size_t i, std::int64_t slot) const {
     const Step& st = s_.rounds[r].steps[i];
     const std::vector<int>& known = clock_[pair(st.src, st.channel)];
-    const auto kept = accesses_.find(key(st.dst, cell));
+    const auto kept = accesses_.find(key(st.dst, slot));
     if (kept == accesses_.end()) return std::nullopt;
     for (const Access& a : kept->second) {
       // Reductions commute: two unordered reduces of disjoint contributions (the double-count
@@ -329,14 +377,14 @@ class RaceTracker {
     return std::nullopt;
   }
 
-  /// Notes step i of compact round r (repetition rep, expanded round k) reading `cell` at its
-  /// source and writing it at its destination; applied at end_round.
-  void record(std::size_t r, int rep, std::size_t i, std::int64_t k, std::int64_t cell) {
+  /// Notes step i of compact round r (repetition rep, expanded round k) reading slot `read` at
+  /// its source and writing slot `write` at its destination; applied at end_round.
+  void record(std::size_t r, int rep, std::size_t i, std::int64_t k, std::int64_t read, std::int64_t write) {
     const Step& st = s_.rounds[r].steps[i];
     const int edge = edge_of_[r][i];
-    const Kind write = st.combine == Combine::replace ? Kind::replace : Kind::reduce;
-    round_accesses_.push_back({key(st.src, cell), {edge, k, Kind::read, r, rep, i}});
-    round_accesses_.push_back({key(st.dst, cell), {edge, k, write, r, rep, i}});
+    const Kind kind = st.combine == Combine::replace ? Kind::replace : Kind::reduce;
+    round_accesses_.push_back({key(st.src, read), {edge, k, Kind::read, r, rep, i}});
+    round_accesses_.push_back({key(st.dst, write), {edge, k, kind, r, rep, i}});
   }
 
   /// Ends expanded round k of compact round r: clocks and kept accesses advance.
@@ -376,11 +424,10 @@ class RaceTracker {
 
  private:
   std::size_t pair(int endpoint, int channel) const { return static_cast<std::size_t>(endpoint * s_.channels + channel); }
-  std::int64_t key(int endpoint, std::int64_t cell) const {
-    return static_cast<std::int64_t>(endpoint) * s_.num_blocks * s_.pieces + cell;
-  }
+  std::int64_t key(int endpoint, std::int64_t slot) const { return static_cast<std::int64_t>(endpoint) * slots_ + slot; }
 
   const Schedule& s_;
+  std::int64_t slots_;                      ///< slots per endpoint
   std::vector<std::vector<int>> edge_of_;   ///< see Edges::of
   std::vector<std::vector<int>> clock_;     ///< [pair] -> latest known-finished round per edge
   std::unordered_map<std::int64_t, std::vector<Access>> accesses_;   ///< (endpoint, cell) -> unsuperseded accesses
@@ -390,7 +437,7 @@ class RaceTracker {
 /// One pending write of a round, applied after every step of the round has read.
 struct Write {
   int dst;
-  std::int64_t cell;
+  std::int64_t slot;
   Combine combine;
   std::vector<std::uint64_t> data;
   std::size_t step;   ///< index in the round, for messages
@@ -400,12 +447,14 @@ struct Write {
 }  // namespace
 
 std::optional<std::string> check_schedule(const Schedule& s, const CheckOptions& options) {
-  if (auto bad = check_structure(s, options)) return bad;
+  if (auto bad = check_structure(s)) return bad;
   // The symbolic state is endpoints x cells x rank sets: meant for test-sized schedules.
-  const double words = static_cast<double>(s.endpoints()) * s.num_blocks * s.pieces * ((s.spec.ranks + 63) / 64);
+  const double words = static_cast<double>(s.endpoints()) * s.num_blocks * s.pieces * ((s.spec.ranks + 63) / 64) *
+                       (has_codec_steps(s) ? 2 : 1);
   if (words > kMaxStateWords)
     return "schedule too large to check symbolically (" + std::to_string(s.endpoints()) + " endpoints x " +
            std::to_string(static_cast<std::int64_t>(s.num_blocks) * s.pieces) + " cells)";
+  Machine m(s);
   std::optional<RaceTracker> races;
   if (options.check_races) {
     RaceTracker::Edges edges = RaceTracker::number_edges(s);
@@ -413,9 +462,8 @@ std::optional<std::string> check_schedule(const Schedule& s, const CheckOptions&
       return "schedule too large to check races (" + std::to_string(s.endpoints()) + " endpoints x " +
              std::to_string(static_cast<std::int64_t>(edges.clock_entries(s) / s.endpoints())) +
              " step edges); check it without CheckOptions::check_races";
-    races.emplace(s, std::move(edges));
+    races.emplace(s, std::move(edges), m.slots());
   }
-  Machine m(s);
   initialise(s, m);
   const int word_count = m.words();
 
@@ -440,35 +488,57 @@ std::optional<std::string> check_schedule(const Schedule& s, const CheckOptions&
             return name(i, block, st.piece) + ": cell already moved on channel " + std::to_string(owner) +
                    "; channels run unsynchronised";
           owner = st.channel;
-          const std::uint64_t* held = m.at(st.src, c);
-          if (m.empty(held)) return name(i, block, st.piece) + ": " + endpoint_name(s, st.src) + " does not hold it";
+          // Which buffer the step reads and which it writes (schedule.hpp: raw and compressed forms).
+          const Form from = st.kind == StepKind::decompress || st.compressed ? kCompressed : kRaw;
+          const Form to = st.kind == StepKind::compress || st.compressed ? kCompressed : kRaw;
+          const std::int64_t read = m.slot(c, from), write = m.slot(c, to);
+          const std::uint64_t* held = m.at(st.src, read);
+          if (m.empty(held)) {
+            std::string why = endpoint_name(s, st.src) + " does not hold it";
+            if (st.kind == StepKind::compress) why += " raw, nothing to compress";
+            else if (from == kCompressed) why += " compressed";
+            else if (m.has_compressed_form() && !m.empty(m.at(st.src, m.slot(c, kCompressed))))
+              why += " raw, only compressed (decompress it first)";
+            return name(i, block, st.piece) + ": " + why;
+          }
+          if (st.combine == Combine::reduce && m.has_compressed_form() && m.empty(m.at(st.dst, write)) &&
+              !m.empty(m.at(st.dst, m.slot(c, kCompressed))))
+            return name(i, block, st.piece) + ": reduces into " + endpoint_name(s, st.dst) +
+                   ", which holds that cell only compressed: a reduce needs raw data on both sides";
           if (races) {
-            if (const auto earlier = races->unordered_before(r, i, c)) {
+            // A compressed message lands in a receive buffer of its own (the receive MPI posts
+            // for it; its size is known in advance), so it cannot overwrite a compressed form
+            // the destination still reads; the state keeps one compressed form per cell, which
+            // reads in round order see as the message they consume (the dependency contract
+            // orders a read after every earlier-round receive of its endpoint).
+            const auto earlier = st.compressed ? std::nullopt : races->unordered_before(r, i, write);
+            if (earlier) {
               const bool read = earlier->kind == RaceTracker::Kind::read;
               return name(i, block, st.piece) + ": " + (read ? "write-after-read" : "write-after-write") +
                      " race: writes into " + endpoint_name(s, st.dst) + " with nothing in the dependency contract "
                      "ordering it after the " + (read ? "send" : "write") + " of that cell in " +
                      step_label(s, earlier->compact_round, earlier->rep, earlier->step);
             }
-            races->record(r, rep, i, expanded, c);
+            races->record(r, rep, i, expanded, read, write);
           }
-          writes.push_back({st.dst, c, st.combine, std::vector<std::uint64_t>(held, held + word_count), i, block, st.piece});
+          writes.push_back({st.dst, write, st.combine, std::vector<std::uint64_t>(held, held + word_count), i, block,
+                            st.piece});
         }
       }
       // Group the round's writes per destination cell, then apply each group at once.
       std::stable_sort(writes.begin(), writes.end(), [](const Write& a, const Write& b) {
-        return a.dst != b.dst ? a.dst < b.dst : a.cell < b.cell;
+        return a.dst != b.dst ? a.dst < b.dst : a.slot < b.slot;
       });
       for (std::size_t i = 0; i < writes.size();) {
         std::size_t j = i;
-        while (j < writes.size() && writes[j].dst == writes[i].dst && writes[j].cell == writes[i].cell) ++j;
+        while (j < writes.size() && writes[j].dst == writes[i].dst && writes[j].slot == writes[i].slot) ++j;
         for (std::size_t k = i; k < j && j - i > 1; ++k)
           if (writes[k].combine == Combine::replace) {
             const Write& other = writes[k == i ? i + 1 : i];
             return name(writes[k].step, writes[k].block, writes[k].piece) +
                    ": replaces a cell that step " + std::to_string(other.step) + " of the same round also writes";
           }
-        std::uint64_t* target = m.at(writes[i].dst, writes[i].cell);
+        std::uint64_t* target = m.at(writes[i].dst, writes[i].slot);
         if (writes[i].combine == Combine::replace) {
           std::copy(writes[i].data.begin(), writes[i].data.end(), target);
         } else {

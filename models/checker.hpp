@@ -11,6 +11,15 @@
 /// differ from the cells' size, a malformed block_owner table (see Schedule), or a final
 /// state that is not what the op promises (see CollectiveSpec). An empty optional means the
 /// schedule is correct.
+///
+/// Compression (schedule.hpp): raw and compressed forms are tracked per endpoint and cell as
+/// two buffers, each with its contribution set. Also violations: compressing a cell not held
+/// raw, decompressing or sending compressed a cell not held compressed, a reduction of
+/// compressed data (a reduce needs raw data on both sides), a compressed transfer whose wire
+/// bytes are not block_count x compressed_piece_bytes, a codec step on a switch or between two
+/// endpoints, and a final cell that the op promises but the rank holds only compressed. A
+/// compressed transfer lands in a receive buffer of its own, as an MPI receive does, so it is
+/// exempt from the race check; codec steps are not (they write the endpoint's own buffers).
 #include <optional>
 #include <string>
 
@@ -19,7 +28,6 @@
 namespace stepsim::models {
 
 struct CheckOptions {
-  bool allow_compressed_wire_bytes = false;   ///< later: compression steps change wire bytes
   /// Happens-before race detection under schedule.hpp's dependency contract (state: pairs x
   /// step edges per channel, under the same size guard).
   bool check_races = true;

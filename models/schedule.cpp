@@ -20,6 +20,15 @@ const char* to_string(CollectiveOp op) {
   return "?";
 }
 
+const char* to_string(StepKind kind) {
+  switch (kind) {
+    case StepKind::transfer: return "transfer";
+    case StepKind::compress: return "compress";
+    case StepKind::decompress: return "decompress";
+  }
+  return "?";
+}
+
 const std::vector<CollectiveOp>& all_ops() {
   static const std::vector<CollectiveOp> ops = {
       CollectiveOp::allgather, CollectiveOp::reduce_scatter, CollectiveOp::allreduce,

@@ -20,10 +20,21 @@
 /// i-th (0-based) with every step's block replaced by (block + i * block_shift) mod num_blocks:
 /// the compact form that keeps a 16k-rank ring at one round of n steps.
 ///
-/// Cost contract: a step costs `protocol.step_latency + route.latency + wire_bytes /
+/// Cost contract: a transfer costs `protocol.step_latency + route.latency + wire_bytes /
 /// min(route.bandwidth * protocol.efficiency share, protocol.per_step_bandwidth_cap)`; the
 /// whole schedule starts after `launch_latency`. Reductions on arrival are fused into the
 /// receive, as in NCCL, and add no time.
+///
+/// Compression (models/compression/). Every endpoint holds each cell in up to two forms: raw
+/// and compressed (two buffers). A compress step (src == dst, the endpoint whose GPU runs it)
+/// turns the raw form into the compressed one; a decompress step turns the compressed form
+/// back into raw, replacing the raw cell or, with Combine::reduce, accumulating into it (the
+/// reduction fused into the decompression kernel, as Zhou et al.'s reduce-scatter does). A
+/// codec step occupies no link: it costs exactly `codec_time` (the lowering prices it from
+/// the codec and the GPU, concurrent codec work on one GPU included), and it obeys the same
+/// dependency contract as a transfer. A transfer with `compressed` set moves the compressed
+/// form into the destination's compressed buffer: its wire bytes are the cells' compressed
+/// size, block_count x Schedule::compressed_piece_bytes, and it cannot reduce.
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -64,7 +75,12 @@ struct CollectiveSpec {
 
 enum class Combine : std::uint8_t { replace, reduce };
 
-/// @brief One step: endpoint `src` sends cells to endpoint `dst`.
+/// @brief What a step does: move cells between endpoints, or (de)compress them in place.
+enum class StepKind : std::uint8_t { transfer, compress, decompress };
+const char* to_string(StepKind kind);
+
+/// @brief One step: endpoint `src` sends cells to endpoint `dst`, or, for a codec step
+/// (src == dst), that endpoint's GPU compresses or decompresses them.
 struct Step {
   int src = 0;
   int dst = 0;
@@ -73,7 +89,12 @@ struct Step {
   int piece = 0;
   Combine combine = Combine::replace;
   int channel = 0;
-  Bytes wire_bytes = 0;      ///< bytes on the wire (= cells' size unless compressed)
+  Bytes wire_bytes = 0;      ///< bytes on the wire (= cells' size unless compressed; 0 for codec steps)
+  StepKind kind = StepKind::transfer;
+  bool compressed = false;   ///< transfer of the cells' compressed form
+  Seconds codec_time = 0;    ///< compress / decompress: how long the endpoint's GPU works on it
+
+  bool is_codec() const { return kind != StepKind::transfer; }
 };
 
 struct Round {
@@ -109,6 +130,9 @@ struct Schedule {
   std::vector<Round> rounds;
   Protocol protocol;
   Seconds launch_latency = 0;
+  /// Compressed size of one cell (piece) when the schedule compresses (compression-assisted
+  /// collectives, models/compression/); 0 when it has no codec step.
+  Bytes compressed_piece_bytes = 0;
   std::vector<std::string> notes;     ///< why the algorithm chose what it chose
 
   Bytes piece_bytes() const { return block_bytes / pieces; }

@@ -13,7 +13,7 @@ namespace stepsim::platforms {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"version", "name", "description", "gpu", "cpu_vendor",
-                                           "nodes",   "node", "fabric"};
+                                           "nodes",   "node", "fabric", "calibration"};
 
 GpuModel read_gpu(const YamlReader& reader, const YAML::Node& section) {
   std::vector<std::string> allowed = {"model"};
@@ -92,9 +92,15 @@ Platform parse_platform(const std::string& yaml_text, const std::string& origin,
     reader.fail("node.vertices", node_section["vertices"], std::to_string(nodes) + " nodes need NICs to join them",
                 "add vertices of kind nic linked to the GPUs' PCIe switches, or use nodes: 1");
   Fabric fabric = read_fabric(reader, doc["fabric"], nodes, gpu);
+  Calibration calibration;
+  if (doc["calibration"]) calibration = read_calibration(reader, doc["calibration"], "calibration");
+  apply_link_calibration(calibration, node, fabric);
+  GpuModel calibrated_gpu = gpu;
+  calibrated_gpu.gemm_efficiency = calibration.gemm_efficiency;
   try {
-    Platform platform(name, gpu, std::move(node), nodes, std::move(fabric));
+    Platform platform(name, calibrated_gpu, std::move(node), nodes, std::move(fabric));
     platform.cpu_vendor = cpu_vendor;
+    platform.calibration = std::move(calibration);
     platform.source = origin;
     return platform;
   } catch (const ConfigError& e) {

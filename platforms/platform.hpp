@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "platforms/calibration.hpp"
 #include "platforms/units.hpp"
 
 namespace stepsim::platforms {
@@ -53,6 +54,9 @@ struct GpuModel {
   double fp8_flops = 0;
   BytesPerSecond nvlink_bandwidth_per_link = 0;  ///< per direction, one NVLink
   int nvlinks = 0;                               ///< NVLinks per GPU
+  /// GEMM efficiency per dtype name fitted by `stepsim calibrate` (platform `calibration`
+  /// section); dtypes absent here use the architecture's table (models/compute/roofline.cpp).
+  std::map<std::string, double> gemm_efficiency;
 };
 
 struct Vertex {
@@ -123,6 +127,7 @@ class Platform {
   int gpu_count() const { return nodes_ * gpus_per_node(); }
   std::string cpu_vendor = "intel";   ///< NCCL's net overhead depends on it (intel, amd, arm)
   std::string source;                 ///< file or preset it came from
+  Calibration calibration;            ///< fitted factors (empty = the preset's figures as cited)
 
   int vertex_count() const;
   int link_count() const;

@@ -24,12 +24,18 @@ std::vector<Seconds> step_durations(const PreparedSchedule& prepared, const Prep
     return 2 * hop.link + (hop.forward || half_duplex[hop.link] ? 0 : 1);
   };
   for (const PreparedStep& step : round.steps)
-    for (const platforms::Hop& hop : step.route->hops) ++crossing[slot(hop)];
+    if (!step.codec)
+      for (const platforms::Hop& hop : step.route->hops) ++crossing[slot(hop)];
 
   const models::Protocol& proto = prepared.protocol();
   std::vector<Seconds> durations;
   durations.reserve(round.steps.size());
   for (const PreparedStep& step : round.steps) {
+    // A codec step occupies its GPU for a time fixed at lowering, no link (schedule.hpp).
+    if (step.codec) {
+      durations.push_back(step.codec_time);
+      continue;
+    }
     BytesPerSecond share = link_bandwidth[step.route->hops.front().link];
     for (const platforms::Hop& hop : step.route->hops)
       share = std::min(share, link_bandwidth[hop.link] / crossing[slot(hop)]);
@@ -37,7 +43,8 @@ std::vector<Seconds> step_durations(const PreparedSchedule& prepared, const Prep
     durations.push_back(prepared.step_latency(step) + step.wire_bytes / rate);
   }
   for (const PreparedStep& step : round.steps)
-    for (const platforms::Hop& hop : step.route->hops) crossing[slot(hop)] = 0;
+    if (!step.codec)
+      for (const platforms::Hop& hop : step.route->hops) crossing[slot(hop)] = 0;
   return durations;
 }
 

@@ -4,7 +4,8 @@
 /// Contract (models/schedule.hpp): a step of an expanded round starts when its source
 /// (endpoint, channel) has finished every step of earlier rounds; it lasts
 /// `step_latency + route.latency + wire_bytes / min(efficiency * min over the route's links
-/// of (bandwidth / steps of the same round crossing that link in that direction), cap)`.
+/// of (bandwidth / steps of the same round crossing that link in that direction), cap)`; a
+/// codec step (compress / decompress) lasts its codec_time and crosses no link.
 /// Repetitions of a round are iterated until two consecutive ones advance every involved
 /// (endpoint, channel) by the same delta; the rest are then extrapolated, which max-plus
 /// linearity makes exact (a uniform shift of the ready times shifts the next repetition's

@@ -61,6 +61,7 @@ PlatformNetwork::PlatformNetwork(const std::vector<const PreparedSchedule*>& sch
 
     for (const PreparedRound& round : prepared->rounds()) {
       for (const PreparedStep& step : round.steps) {
+        if (step.codec) continue;   // no flow, no route
         const std::int64_t key = static_cast<std::int64_t>(prepared->endpoint_vertex(step.src)) *
                                      platform->vertex_count() +
                                  prepared->endpoint_vertex(step.dst);

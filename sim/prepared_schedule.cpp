@@ -70,17 +70,29 @@ PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Place
       if (step.src < 0 || step.src >= endpoints() || step.dst < 0 || step.dst >= endpoints())
         throw ConfigError(where(r, s), fmt::format("endpoint {} -> {} is outside [0, {})", step.src,
                                                    step.dst, endpoints()), kFix);
-      if (step.src == step.dst)
-        throw ConfigError(where(r, s), fmt::format("transfers from endpoint {} to itself", step.src), kFix);
       if (step.channel < 0 || step.channel >= channels)
         throw ConfigError(where(r, s), fmt::format("uses channel {} of {}", step.channel, channels), kFix);
-      if (!finite_non_negative(step.wire_bytes))
-        throw ConfigError(where(r, s), fmt::format("moves {} bytes", step.wire_bytes), kFix);
       PreparedStep p;
       p.src = step.src;
       p.dst = step.dst;
       p.src_pair = step.src * channels + step.channel;
       p.dst_pair = step.dst * channels + step.channel;
+      if (step.is_codec()) {
+        if (step.src != step.dst || step.src >= ranks())
+          throw ConfigError(where(r, s), fmt::format("{} step on endpoints {} -> {}: a codec runs on one rank's GPU",
+                                                     models::to_string(step.kind), step.src, step.dst), kFix);
+        if (!finite_non_negative(step.codec_time))
+          throw ConfigError(where(r, s), fmt::format("{} step takes {} s", models::to_string(step.kind), step.codec_time),
+                            kFix);
+        p.codec = true;
+        p.codec_time = step.codec_time;
+        prepared.steps.push_back(p);
+        continue;
+      }
+      if (step.src == step.dst)
+        throw ConfigError(where(r, s), fmt::format("transfers from endpoint {} to itself", step.src), kFix);
+      if (!finite_non_negative(step.wire_bytes))
+        throw ConfigError(where(r, s), fmt::format("moves {} bytes", step.wire_bytes), kFix);
       p.wire_bytes = step.wire_bytes;
       p.route = &platform_.route(endpoint_vertex_[step.src], endpoint_vertex_[step.dst]);
       if (p.route->hops.empty())
@@ -109,7 +121,7 @@ std::vector<LinkUsage> PreparedSchedule::link_usage() const {
   for (const PreparedRound& round : rounds_) {
     for (const PreparedStep& step : round.steps) {
       const Bytes bytes = step.wire_bytes * round.repeat;
-      if (bytes == 0) continue;
+      if (step.codec || bytes == 0) continue;
       for (const platforms::Hop& hop : step.route->hops) {
         LinkUsage& usage = by_link[hop.link];
         usage.link = hop.link;

@@ -16,14 +16,20 @@
 
 namespace stepsim::sim {
 
-/// @brief One step of a compact round with its route resolved.
+/// @brief One step of a compact round with its route resolved. A codec step (compress or
+/// decompress, src == dst) has no route: it occupies its endpoint for `codec_time`.
 struct PreparedStep {
   int src = 0;                ///< endpoint
   int dst = 0;                ///< endpoint
   int src_pair = 0;           ///< (endpoint, channel) index: endpoint * channels + channel
   int dst_pair = 0;
   Bytes wire_bytes = 0;
-  const platforms::Route* route = nullptr;   ///< owned by the platform's route cache
+  const platforms::Route* route = nullptr;   ///< owned by the platform's route cache; null for codec steps
+  bool codec = false;
+  Seconds codec_time = 0;
+
+  /// @brief The pairs the step involves, once each (a codec step involves one).
+  int pair_count() const { return codec ? 1 : 2; }
 };
 
 struct PreparedRound {
@@ -47,7 +53,7 @@ class PreparedSchedule {
   const models::Protocol& protocol() const { return schedule_.protocol; }
   Seconds launch_latency() const { return schedule_.launch_latency; }
 
-  /// @brief Latency a step pays before its bytes flow: protocol step latency + route latency.
+  /// @brief Latency a transfer pays before its bytes flow: protocol step latency + route latency.
   Seconds step_latency(const PreparedStep& step) const {
     return schedule_.protocol.step_latency + step.route->latency;
   }

@@ -25,10 +25,12 @@ ScheduleFlows::ScheduleFlows(const PreparedSchedule& prepared, std::vector<int> 
 
     std::vector<int> touched;
     for (const PreparedStep& step : round.steps) {
+      // A codec step involves its one endpoint (and pair) once.
       endpoint_steps_[step.src] += round.repeat;
-      endpoint_steps_[step.dst] += round.repeat;
-      for (int pair : {step.src_pair, step.dst_pair})
-        if (count[pair]++ == 0) touched.push_back(pair);
+      if (!step.codec) endpoint_steps_[step.dst] += round.repeat;
+      const int pairs[2] = {step.src_pair, step.dst_pair};
+      for (int k = 0; k < step.pair_count(); ++k)
+        if (count[pairs[k]]++ == 0) touched.push_back(pairs[k]);
     }
     for (int pair : touched) {
       Involvement inv;
@@ -104,8 +106,11 @@ void ScheduleFlows::Instance::issue_sends(int pair, int rep, Seconds now) {
     const int s = index.send_order[k];
     const PreparedStep& step = round.steps[s];
     const std::uint64_t tag = index.first_tag + static_cast<std::uint64_t>(rep) * round.steps.size() + s;
-    network_.start_flow(now + prepared.step_latency(step), flows_.endpoint_hosts_[step.src],
-                        flows_.endpoint_hosts_[step.dst], flow_bytes(prepared, step), tag_base_ + tag);
+    if (step.codec)
+      network_.finish_at(now + step.codec_time, tag_base_ + tag);
+    else
+      network_.start_flow(now + prepared.step_latency(step), flows_.endpoint_hosts_[step.src],
+                          flows_.endpoint_hosts_[step.dst], flow_bytes(prepared, step), tag_base_ + tag);
   }
 }
 
@@ -122,12 +127,14 @@ void ScheduleFlows::Instance::flow_done(std::uint64_t tag, Seconds now,
   const int rep = static_cast<int>(offset / round.steps.size());
   const int s = static_cast<int>(offset % round.steps.size());
   const PreparedStep& step = round.steps[s];
-  for (int endpoint : {step.src, step.dst}) {
+  const int endpoints[2] = {step.src, step.dst};
+  for (int k = 0; k < step.pair_count(); ++k) {
+    const int endpoint = endpoints[k];
     finish_[endpoint] = std::max(finish_[endpoint], now);
     if (--remaining_[endpoint] == 0 && endpoint_done) endpoint_done(endpoint);
   }
   mark_done(step.src_pair, flows_.rounds_[r].src_first[s] + rep, now);
-  mark_done(step.dst_pair, flows_.rounds_[r].dst_first[s] + rep, now);
+  if (!step.codec) mark_done(step.dst_pair, flows_.rounds_[r].dst_first[s] + rep, now);
 }
 
 void ScheduleFlows::Instance::mark_done(int pair, std::int64_t involvement, Seconds now) {

@@ -23,7 +23,9 @@
 /// which is what NCCL's LL protocol does (it sends a flag with every 4 bytes of data);
 /// scaling bytes rather than link capacities lets schedules of different protocols share one
 /// network. The per-step cap is the route's job (PlatformNetwork: cap / efficiency, so a
-/// capped lone step takes wire_bytes / cap).
+/// capped lone step takes wire_bytes / cap). A codec step (compress / decompress) is no flow:
+/// it completes `codec_time` after it is ready (SimgridNetwork::finish_at), as the analytical
+/// engine prices it, so the two engines agree on it exactly.
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -43,7 +45,7 @@ class ScheduleFlows {
   const PreparedSchedule& prepared() const { return prepared_; }
   /// @brief Tags (expanded steps) one instance uses.
   std::uint64_t tag_count() const { return total_steps_; }
-  /// @brief Expanded steps in which `endpoint` sends or receives.
+  /// @brief Expanded steps in which `endpoint` sends, receives or runs a codec.
   std::int64_t endpoint_steps(int endpoint) const { return endpoint_steps_[endpoint]; }
   /// @brief Bytes a step's flow moves: wire bytes over the protocol's efficiency.
   static Bytes flow_bytes(const PreparedSchedule& prepared, const PreparedStep& step) {

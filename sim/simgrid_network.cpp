@@ -26,11 +26,14 @@ struct SimgridNetwork::Impl {
   std::vector<bool> split;
   std::uint64_t next_seq = 0;
 
-  /// A flow or timer waiting for its time; `src` < 0 marks a timer.
+  /// A flow or timer waiting for its time; `src` kTimer marks a timer, kLinkless a flow
+  /// that crosses no link (delivered as a flow at its time).
+  static constexpr int kTimer = -1;
+  static constexpr int kLinkless = -2;
   struct Request {
     std::uint64_t seq = 0;
     std::uint64_t tag = 0;
-    int src = -1, dst = -1;
+    int src = kTimer, dst = -1;
     Bytes bytes = 0;
   };
   /// Requests by date, each date's in request order; one kernel timer per date fires them.
@@ -91,7 +94,7 @@ struct SimgridNetwork::Impl {
       if (request.src >= 0) {
         start_now(request);
       } else {
-        instant.push_back({request.seq, request.tag, false});
+        instant.push_back({request.seq, request.tag, request.src == kLinkless});
         stop.insert(nullptr);
       }
     }
@@ -212,7 +215,11 @@ void SimgridNetwork::start_flow(Seconds at, int src_host, int dst_host, Bytes by
 }
 
 void SimgridNetwork::start_timer(Seconds at, std::uint64_t tag) {
-  impl_->schedule(at, {impl_->next_seq++, tag, -1, -1, 0});
+  impl_->schedule(at, {impl_->next_seq++, tag, Impl::kTimer, -1, 0});
+}
+
+void SimgridNetwork::finish_at(Seconds at, std::uint64_t tag) {
+  impl_->schedule(at, {impl_->next_seq++, tag, Impl::kLinkless, -1, 0});
 }
 
 void SimgridNetwork::run(const Callbacks& callbacks) {

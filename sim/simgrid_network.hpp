@@ -64,6 +64,9 @@ class SimgridNetwork {
   /// @brief Calls Callbacks::timer with `tag` at time `at` (at the current instant, after
   /// what is being delivered, when `at` <= now).
   void start_timer(Seconds at, std::uint64_t tag);
+  /// @brief Calls Callbacks::flow_done with `tag` at time `at`, as a flow crossing no link
+  /// would finish: work that occupies an endpoint, not the network (a codec kernel).
+  void finish_at(Seconds at, std::uint64_t tag);
 
   struct Callbacks {
     std::function<void(std::uint64_t tag, Seconds now)> flow_done;

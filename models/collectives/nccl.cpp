@@ -216,12 +216,18 @@ class Nccl : public Algorithm {
       if (!chain) per_channel = e.alg_bw * nsteps / n / graph_channels;
     }
     if (spec.op == CollectiveOp::alltoall && n > 1) per_channel = e.alg_bw * (n - 1.0) / n / graph_channels / (n - 1);
+    // A calibrated platform scales the protocol's achieved bandwidth (wire efficiency and
+    // per-channel cap alike) and NCCL's latency estimate (platforms/calibration.hpp).
+    const platforms::Calibration& calibration = ctx.platform.calibration;
+    const platforms::ProtocolCalibration& fitted = calibration.protocol(nccl::to_string(e.proto));
+    const double achieved = fitted.efficiency_scale *
+                            calibration.algorithm_efficiency_scale(p2p ? "p2p" : nccl::to_string(e.algo));
     s.protocol.name = nccl::to_string(e.proto);
-    s.protocol.efficiency = wire_efficiency(e.proto);
+    s.protocol.efficiency = wire_efficiency(e.proto) * achieved;
     s.protocol.step_latency = nccl::handovers_per_step(spec.op, e.algo, e.proto, spec.bytes, sys, channels) *
                               nccl::handover_us(e.algo, e.proto, sys.sm) * 1e-6;
-    s.protocol.per_step_bandwidth_cap = per_channel * kGB;
-    s.launch_latency = std::max(0.0, e.latency_us * 1e-6 - inherent_latency(s, ctx)) +
+    s.protocol.per_step_bandwidth_cap = per_channel * kGB * achieved;
+    s.launch_latency = std::max(0.0, e.latency_us * fitted.latency_scale * 1e-6 - inherent_latency(s, ctx)) +
                        launch_serialisation(ctx.options, spec.ranks);
 
     s.notes.push_back(std::string("nccl choice: ") + s.algorithm + ", " + std::to_string(channels) +

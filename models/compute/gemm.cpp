@@ -34,6 +34,17 @@ double quantisation(double m, double n, double k, double batch, double tile_m, d
   return tile_fill * wave_utilisation(ctas * split, sm_count);
 }
 
+}  // namespace
+
+double gemm_efficiency(const platforms::GpuModel& gpu, Dtype dtype) {
+  const auto fitted = gpu.gemm_efficiency.find(to_string(dtype));
+  if (fitted != gpu.gemm_efficiency.end()) return fitted->second;
+  const ArchEfficiency& arch = arch_efficiency(gpu.arch);
+  return dtype == Dtype::fp8 && gpu.fp8_flops > 0 ? arch.gemm_fp8 : arch.gemm;
+}
+
+namespace {
+
 class Gemm : public KernelModel {
  public:
   std::vector<KernelParam> params() const override {
@@ -46,8 +57,7 @@ class Gemm : public KernelModel {
   KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
     const double m = spec.param("m"), n = spec.param("n"), k = spec.param("k"), batch = spec.param("batch");
     const ArchEfficiency& arch = arch_efficiency(gpu.arch);
-    const bool fp8_units = spec.dtype == Dtype::fp8 && gpu.fp8_flops > 0;
-    const double ceiling = fp8_units ? arch.gemm_fp8 : arch.gemm;
+    const double ceiling = gemm_efficiency(gpu, spec.dtype);
     const double q = std::max(quantisation(m, n, k, batch, arch.gemm_tile_m, arch.gemm_tile_n, gpu.sm_count),
                               quantisation(m, n, k, batch, arch.gemm_tile_n, arch.gemm_tile_m, gpu.sm_count));
     const double flops = 2 * m * n * k * batch;

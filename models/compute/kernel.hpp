@@ -30,6 +30,10 @@ Bytes bytes_of(Dtype dtype);
 /// @brief Dense FLOP/s of `gpu` for math in `dtype` (tensor cores where the dtype has them).
 double peak_flops(const platforms::GpuModel& gpu, Dtype dtype);
 
+/// @brief Fraction of peak_flops a wave-aligned large GEMM in `dtype` reaches on `gpu`: the
+/// platform's calibrated value when it has one, else the architecture's cited ceiling.
+double gemm_efficiency(const platforms::GpuModel& gpu, Dtype dtype);
+
 /// @brief One kernel: its kind (a registered KernelModel) and that kind's parameters.
 struct KernelSpec {
   std::string kind;                         ///< e.g. "gemm", "attention", "elementwise"

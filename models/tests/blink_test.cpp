@@ -235,7 +235,7 @@ TEST(BlinkSchedules, EveryOpOnEveryAllocationPassesTheChecker) {
     expect_every_op_checks("blink", preset("dgx1-p100"), gpus, 64 * 1024 * 1024);
   // A big buffer: many strands and chunks, PCIe trees staged through the host.
   expect_every_op_checks("blink", preset("dgx1-v100"), {0, 1, 2, 4, 5}, 500e6);
-  expect_every_op_checks("blink", preset("dgx1-v100"), {0, 1, 2, 4, 5}, 64 * 1024 * 1024, {0, 0, {{"pcie", "off"}}});
+  expect_every_op_checks("blink", preset("dgx1-v100"), {0, 1, 2, 4, 5}, 64 * 1024 * 1024, {0, 0, {{"pcie", "off"}}, {}});
 }
 
 // NVSwitch: one-hop stars. Allreduce is two hops: partition k reduced at k, sent back from k.
@@ -340,9 +340,9 @@ TEST(BlinkRefuses, OpsWithoutTreesAndOtherOpsAcrossServers) {
   EXPECT_NE(why.find("allreduce only"), std::string::npos) << why;
   EXPECT_TRUE(blink->supports({CollectiveOp::allreduce, 8, 1e6, 0}, across, nullptr));
 
-  const CollectiveContext bad_option{preset("dgx1-v100"), one, {0, 0, {{"pcie", "maybe"}}}};
+  const CollectiveContext bad_option{preset("dgx1-v100"), one, {0, 0, {{"pcie", "maybe"}}, {}}};
   EXPECT_THROW(blink->lower({CollectiveOp::broadcast, 3, 1e6, 0}, bad_option), ConfigError);
-  const CollectiveContext unknown_option{preset("dgx1-v100"), one, {0, 0, {{"trees", "4"}}}};
+  const CollectiveContext unknown_option{preset("dgx1-v100"), one, {0, 0, {{"trees", "4"}}, {}}};
   EXPECT_THROW(blink->lower({CollectiveOp::broadcast, 3, 1e6, 0}, unknown_option), ConfigError);
 }
 

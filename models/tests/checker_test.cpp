@@ -170,9 +170,6 @@ TEST(Checker, WrongWireBytes) {
   const auto bad = check_schedule(s);
   ASSERT_TRUE(bad);
   EXPECT_NE(bad->find("round 0 step 2: wire_bytes 50"), std::string::npos) << *bad;
-  CheckOptions compressed;
-  compressed.allow_compressed_wire_bytes = true;
-  EXPECT_EQ(check_schedule(s, compressed), std::nullopt);
 }
 
 TEST(Checker, ConflictingWritesInOneRound) {

@@ -5,14 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <limits>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "models/algorithm.hpp"
-#include "models/checker.hpp"
+#include "models/compression/codec.hpp"
 #include "platforms/config_error.hpp"
-#include "sim/engine.hpp"
+#include "sim/collective_prediction.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace stepsim::cli {
@@ -30,13 +28,30 @@ struct CollectiveArgs {
   std::string chunk;
   std::vector<std::string> algo_params;
   bool check = false;
+  std::string compression;
+  std::string compression_mode;
+  std::string compression_threshold;
 };
 
-struct Outcome {
-  std::string algo;
-  models::Schedule schedule;
-  sim::CollectiveResult result;
-};
+/// --compression CODEC[:k=v], --compression-mode, --compression-threshold into `options`.
+void compression_options(const CollectiveArgs& args, models::AlgorithmOptions& options) {
+  if (args.compression.empty()) {
+    if (!args.compression_mode.empty() || !args.compression_threshold.empty())
+      throw ConfigError(args.compression_mode.empty() ? "--compression-threshold" : "--compression-mode",
+                        "given without --compression", "name a codec, e.g. --compression zfp:rate=8");
+    return;
+  }
+  models::parse_codec(args.compression, "--compression");   // reject a bad codec before lowering
+  options.compression.codec = args.compression;
+  if (args.compression_mode == "p2p") options.compression.mode = models::CompressionMode::p2p;
+  if (!args.compression_threshold.empty()) {
+    try {
+      options.compression.threshold = parse_size(args.compression_threshold);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError("--compression-threshold", e.what(), "write a size such as 1MiB");
+    }
+  }
+}
 
 models::AlgorithmOptions algorithm_options(const CollectiveArgs& args) {
   models::AlgorithmOptions options;
@@ -48,32 +63,13 @@ models::AlgorithmOptions algorithm_options(const CollectiveArgs& args) {
       throw ConfigError("--chunk", e.what(), "write a size such as 512KiB");
     }
   }
-  for (const std::string& kv : args.algo_params) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw ConfigError("--algo-param", "'" + kv + "' is not key=value", "write e.g. --algo-param proto=LL128");
-    options.extra[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  sim::add_algo_params(args.algo_params, options);
+  compression_options(args, options);
   return options;
 }
 
-/// @brief Lowers with a supported algorithm (see supports()), optionally proves the schedule,
-/// and runs it on the engine.
-Outcome run_supported(const std::string& name, const models::Algorithm& algorithm,
-                      const models::CollectiveSpec& spec, const models::CollectiveContext& ctx,
-                      sim::Engine& engine, bool check) {
-  models::Schedule schedule = algorithm.lower(spec, ctx);
-  if (check) {
-    if (auto violation = models::check_schedule(schedule))
-      throw std::logic_error("schedule of '" + name + "' fails the data-movement check: " + *violation);
-  }
-  sim::CollectiveResult result = engine.run(schedule, {ctx.platform, ctx.allocation});
-  return {name, std::move(schedule), std::move(result)};
-}
-
-nlohmann::json to_json(const Outcome& o, const models::CollectiveSpec& spec, int nodes,
+nlohmann::json to_json(const sim::CollectivePrediction& o, const models::CollectiveSpec& spec, int nodes,
                        const std::string& engine) {
-  const double algbw = spec.bytes / o.result.time / kGB;
   nlohmann::json j = {
       {"op", models::to_string(spec.op)},
       {"algo", o.algo},
@@ -81,8 +77,8 @@ nlohmann::json to_json(const Outcome& o, const models::CollectiveSpec& spec, int
       {"nodes", nodes},
       {"size_bytes", spec.bytes},
       {"time_s", o.result.time},
-      {"algbw_GBps", algbw},
-      {"busbw_GBps", algbw * models::busbw_factor(spec.op, spec.ranks)},
+      {"algbw_GBps", o.algbw_GBps()},
+      {"busbw_GBps", o.busbw_GBps()},
       {"engine", engine},
       {"schedule", o.schedule.algorithm},
       {"protocol", o.schedule.protocol.name},
@@ -95,17 +91,16 @@ nlohmann::json to_json(const Outcome& o, const models::CollectiveSpec& spec, int
   return j;
 }
 
-void print_text(const Outcome& o, const models::CollectiveSpec& spec, const PlatformArgs& p, int nodes,
+void print_text(const sim::CollectivePrediction& o, const models::CollectiveSpec& spec, const PlatformArgs& p, int nodes,
                 const std::string& engine) {
-  const double algbw = spec.bytes / o.result.time / kGB;
   std::cout << fmt::format("{} of {} on {} ({} ranks, {} node{}), engine {}\n", models::to_string(spec.op),
                            format_size(spec.bytes), p.platform, spec.ranks, nodes, nodes == 1 ? "" : "s",
                            engine);
   std::cout << fmt::format("  algorithm  {} ({}, protocol {}, {} channel{})\n", o.algo, o.schedule.algorithm,
                            o.schedule.protocol.name, o.schedule.channels, o.schedule.channels == 1 ? "" : "s");
   std::cout << fmt::format("  time       {:.3f} us\n", o.result.time * 1e6);
-  std::cout << fmt::format("  algbw      {:.2f} GB/s\n", algbw);
-  std::cout << fmt::format("  busbw      {:.2f} GB/s\n", algbw * models::busbw_factor(spec.op, spec.ranks));
+  std::cout << fmt::format("  algbw      {:.2f} GB/s\n", o.algbw_GBps());
+  std::cout << fmt::format("  busbw      {:.2f} GB/s\n", o.busbw_GBps());
   for (const std::string& note : o.schedule.notes) std::cout << "  note       " << note << "\n";
 }
 
@@ -135,37 +130,19 @@ int run(const CollectiveArgs& args) {
   auto engine = sim::make_engine(args.engine);
   const int nodes = allocation.nodes(platform);
 
-  std::optional<Outcome> best;
-  std::vector<std::pair<std::string, double>> candidates;
-  if (args.algo == "best") {
-    for (const models::AlgorithmInfo* info : models::AlgorithmRegistry::instance().all()) {
-      const auto algorithm = info->make();
-      if (!algorithm->supports(spec, ctx, nullptr)) continue;
-      Outcome o = run_supported(info->name, *algorithm, spec, ctx, *engine, args.check);
-      candidates.emplace_back(o.algo, o.result.time);
-      if (!best || o.result.time < best->result.time) best = std::move(o);
-    }
-    if (!best) throw ConfigError("--op", "no algorithm supports this collective here", "check --gpus and --op");
-  } else {
-    const auto algorithm = models::AlgorithmRegistry::instance().get(args.algo).make();
-    std::string why_not;
-    if (!algorithm->supports(spec, ctx, &why_not))
-      throw ConfigError("--algo", fmt::format("algorithm '{}' cannot run {} here: {}", args.algo,
-                                              models::to_string(spec.op), why_not),
-                        "choose another algorithm or --algo best");
-    best = run_supported(args.algo, *algorithm, spec, ctx, *engine, args.check);
-  }
+  const sim::CollectivePrediction best = sim::predict_collective(args.algo, spec, ctx, *engine, args.check);
 
   if (args.format == "json") {
-    nlohmann::json j = to_json(*best, spec, nodes, engine->name());
-    if (!candidates.empty()) {
+    nlohmann::json j = to_json(best, spec, nodes, engine->name());
+    if (!best.candidates.empty()) {
       nlohmann::json list = nlohmann::json::array();
-      for (const auto& [name, time] : candidates) list.push_back({{"algo", name}, {"time_s", time}});
+      for (const auto& [name, time] : best.candidates) list.push_back({{"algo", name}, {"time_s", time}});
       j["candidates"] = list;
     }
     std::cout << j.dump(2) << "\n";
   } else {
-    print_text(*best, spec, args.platform, nodes, engine->name());
+    print_text(best, spec, args.platform, nodes, engine->name());
+    std::vector<std::pair<std::string, Seconds>> candidates = best.candidates;
     std::sort(candidates.begin(), candidates.end(),
               [](const auto& a, const auto& b) { return a.second < b.second; });
     for (const auto& [name, time] : candidates)
@@ -194,6 +171,19 @@ Action add_collective_command(CLI::App& command) {
   command.add_option("--chunk", args->chunk, "Pipeline chunk size for tree algorithms");
   command.add_option("--algo-param", args->algo_params, "Algorithm-specific key=value, e.g. proto=LL128");
   command.add_flag("--check", args->check, "Prove the schedule's data movement before running it");
+  std::string codecs;
+  for (const models::CodecInfo* info : models::CodecRegistry::instance().all()) {
+    codecs += "\n    " + info->name + ": " + info->description;
+    for (const models::CodecParam& p : info->params)
+      codecs += "\n      " + p.name + "=" + p.default_value + "  " + p.description;
+  }
+  command.add_option("--compression", args->compression, "Compress with CODEC[:key=value,...], e.g. zfp:rate=8:" + codecs);
+  command.add_option("--compression-mode", args->compression_mode,
+                     "collective (Zhou et al.'s compressed ring, --algo ring; default) or p2p (every message of at "
+                     "least the threshold compressed by its sender, any algorithm)")
+      ->check(CLI::IsMember({"p2p", "collective"}));
+  command.add_option("--compression-threshold", args->compression_threshold,
+                     "p2p: smallest message compressed (default 1MiB, MVAPICH-Plus)");
   add_format_option(command, args->format);
   return [args] { return run(*args); };
 }

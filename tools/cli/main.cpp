@@ -21,9 +21,13 @@ constexpr Subcommand kSubcommands[] = {
     {"simulate", "Predict one training iteration of a workload (time, breakdown, critical path)",
      stepsim::cli::add_simulate_command},
     {"presets", "List the shipped platform and workload presets", stepsim::cli::add_presets_command},
-    {"import", "Turn external data into stepsim files (nvidia-smi-topo)",
+    {"import", "Turn external data into stepsim files (nvidia-smi-topo, nccl-tests, kineto)",
      stepsim::cli::add_import_command},
     {"blink", "Blink's tree packing: the allocation census of a server (census)", stepsim::cli::add_blink_command},
+    {"validate", "Compare predictions with measurement files: per-case and geomean errors, HTML report",
+     stepsim::cli::add_validate_command},
+    {"calibrate", "Fit a platform's calibration factors to measurement files (least squares, holdout)",
+     stepsim::cli::add_calibrate_command},
 };
 
 }  // namespace

@@ -92,6 +92,43 @@ TEST(CliCollective, SameInputSameOutputBitForBit) {
   EXPECT_EQ(first.out, second.out);
 }
 
+TEST(CliCollective, CompressionOverEdrBeatsTheBaselineCollectiveModeMost) {
+  // Zhou et al.'s setting: V100s, 4 per node, EDR between nodes, one MVAPICH-style ring.
+  const std::vector<std::string> base = {"dgx1-v100", "--nodes", "2", "--gpus", "n0:0-3,n1:0-3", "--op", "allgather",
+                                         "--size", "256MiB", "--algo", "ring", "--channels", "1", "--check"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_json(args)["time_s"].get<double>();
+  };
+  const double baseline = with({});
+  const double p2p = with({"--compression", "zfp:rate=8", "--compression-mode", "p2p"});
+  const double collective = with({"--compression", "zfp:rate=8", "--compression-mode", "collective"});
+  EXPECT_LT(p2p, baseline);
+  EXPECT_LT(collective, p2p);
+  auto j = run_json({"dgx1-v100", "--op", "allreduce", "--size", "64MiB", "--algo", "ring", "--compression", "mpc"});
+  EXPECT_EQ(j["schedule"], "compressed_ring");
+  bool noted = false;
+  for (const auto& note : j["notes"]) noted = noted || note.get<std::string>().find("codec mpc:ratio=1.2") != std::string::npos;
+  EXPECT_TRUE(noted) << j["notes"];
+}
+
+TEST(CliCollective, CompressionMisuseExitsWithTheOptionNamed) {
+  auto expect_error = [](std::vector<std::string> extra, const std::string& what) {
+    std::vector<std::string> args = {"collective", "dgx1-v100", "--op", "allgather", "--size", "64MiB"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const RunResult r = run_stepsim(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+  };
+  expect_error({"--compression-mode", "p2p"}, "--compression-mode: given without --compression");
+  expect_error({"--compression", "lz77"}, "unknown codec 'lz77'");
+  expect_error({"--compression", "zfp:bits=8"}, "no parameter 'bits'");
+  expect_error({"--compression", "zfp"}, "--compression-mode");   // default algorithm nccl has no compressed ring
+  expect_error({"--compression", "zfp", "--compression-mode", "p2p", "--compression-threshold", "big"},
+               "--compression-threshold");
+}
+
 TEST(CliPresets, ListsEveryRequiredPreset) {
   RunResult r = run_stepsim({"presets"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -1,0 +1,478 @@
+// Port of the parser of tools/nccl-tests-compare (parse_file, markdown_row): tables are found by
+// their column names, so nccl-tests output of any version (2019-era "error" columns, the
+// "#wrong" columns, columns massaged away by a blog author) and the markdown tables of write-ups
+// read the same way. What the Python script took from its DATASETS table (ranks of logs without
+// Rank lines, the system of each table) is read from the log itself here: the rank count from
+// busbw/algbw (nccl-tests' busbw factor), the system from Rank lines, a spec table or the text
+// above the table.
+#include "validation/importers/nccl_tests.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "platforms/config_error.hpp"
+#include "platforms/yaml_reader.hpp"
+#include "validation/importers/nccl_tests_text.hpp"
+
+namespace stepsim::validation {
+namespace {
+
+using namespace nccl_tests_text;
+
+/// One measured point before it becomes a Measurement.
+struct Point {
+  int line = 0;
+  std::string op;
+  int ranks = 0;  ///< 0 = not known yet (text tables infer it when the table ends)
+  int nodes = 0;  ///< 0 = not stated
+  std::vector<std::string> params;
+  double size = 0;
+  std::string dtype;
+  bool in_place = false;
+  double time_s = 0;
+  std::optional<double> algbw, busbw;
+};
+
+/// One table of the log with what was known about it where it started.
+struct Table {
+  int line = 0;
+  std::string gpu;   ///< driver's GPU name (Rank lines, spec table), "" = not printed
+  std::string hint;  ///< system token of the text above the table ("A100", "p4de")
+  std::string tool;
+  std::map<std::string, std::string> software;
+  int gpus_flag = 0;
+  bool time_derived = false;   ///< time_s computed from a bandwidth column
+  bool ranks_inferred = false;
+  std::vector<Point> points;
+};
+
+/// What the scan knows at the current line. Python's parse_file keeps the same variables.
+struct Scan {
+  // Reset at each section marker ("# ====", "## ---").
+  std::string op;
+  int rank_count = 0;
+  std::set<std::string> hosts;
+  std::string rank_gpu, spec_gpu;
+  int per_thread = 1;
+  std::string hint, tool_hint, prose;
+  std::map<std::string, std::string> section_software;
+  // Kept for the whole file.
+  int gpus_flag = 0;
+  std::string default_op, tests_version;
+  std::map<std::string, std::string> file_software;
+  // Tables.
+  std::vector<std::string> header;  ///< nccl-tests column names; empty = not in a table
+  int text_table = -1, md_table = -1;
+  std::vector<std::string> md_header;
+  std::vector<Table> tables;
+
+  void new_section() {
+    op.clear();
+    rank_count = 0;
+    hosts.clear();
+    rank_gpu.clear();
+    spec_gpu.clear();
+    per_thread = 1;
+    hint.clear();
+    tool_hint.clear();
+    prose.clear();
+    section_software.clear();
+    end_tables();
+  }
+  void end_tables() {
+    header.clear();
+    text_table = md_table = -1;
+    md_header.clear();
+  }
+  Table& open_table(int line) {
+    Table table;
+    table.line = line;
+    table.gpu = rank_gpu.empty() ? spec_gpu : rank_gpu;
+    table.hint = hint;
+    table.tool = tool_hint.empty() ? (tests_version.empty() ? "nccl-tests" : "nccl-tests " + tests_version) : tool_hint;
+    table.software = file_software;
+    for (const auto& [name, version] : section_software) table.software[name] = version;
+    table.gpus_flag = gpus_flag;
+    tables.push_back(table);
+    return tables.back();
+  }
+};
+
+void read_text_row(Scan& scan, const std::vector<std::string>& tokens, int line) {
+  const std::vector<std::string>& header = scan.header;
+  auto column = [&](const std::string& name, int occurrence) {
+    int seen = 0;
+    for (std::size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name && seen++ == occurrence) return static_cast<int>(i);
+    return -1;
+  };
+  auto value = [&](int index) -> std::optional<double> {
+    if (index < 0 || index >= static_cast<int>(tokens.size())) return std::nullopt;
+    return parse_plain_number(tokens[index]);
+  };
+  std::optional<double> size = value(std::max(0, column("size", 0)));
+  // A zero-byte call measures only the launch, and nccl-tests prints it several times.
+  if (!size || *size <= 0) return;
+  const int type_col = column("type", 0);
+  const std::string dtype = type_col >= 0 && type_col < static_cast<int>(tokens.size()) ? dtype_name(tokens[type_col]) : "";
+  const int runs = column("time", 1) >= 0 ? 2 : 1;  // out-of-place, then in-place
+  Table& table = scan.tables[scan.text_table];
+  for (int run = 0; run < runs; ++run) {
+    // The printed microseconds read with an exponent: "43.83e-6" is the double nearest to the
+    // printed time, where 43.83 * 1e-6 would add a rounding error.
+    const int time_col = column("time", run);
+    std::optional<double> time_s =
+        time_col >= 0 && time_col < static_cast<int>(tokens.size()) ? parse_plain_number(tokens[time_col] + "e-6") : std::nullopt;
+    if (!time_s || *time_s <= 0) continue;  // "N/A" where a version skips a run
+    Point point;
+    point.line = line;
+    point.op = scan.op.empty() ? scan.default_op : scan.op;
+    point.ranks = scan.rank_count;
+    point.nodes = static_cast<int>(scan.hosts.size());
+    if (scan.per_thread > 1) point.params.push_back("gpus_per_thread=" + std::to_string(scan.per_thread));
+    point.size = *size;
+    point.dtype = dtype;
+    point.in_place = run == 1;
+    point.time_s = *time_s;
+    point.algbw = value(column("algbw", run));
+    point.busbw = value(column("busbw", run));
+    table.points.push_back(point);
+  }
+}
+
+/// Python's markdown_row: one markdown row as points, by column names.
+void read_markdown_row(Scan& scan, const std::vector<std::string>& cells, int line) {
+  std::vector<std::string> lower;
+  for (const std::string& h : scan.md_header) lower.push_back(lowercase(h));
+  auto col = [&](const std::string& name) {
+    auto it = std::find(lower.begin(), lower.end(), name);
+    return it == lower.end() ? -1 : static_cast<int>(it - lower.begin());
+  };
+  auto cell = [&](int i) { return i >= 0 && i < static_cast<int>(cells.size()) ? cells[i] : std::string(); };
+  std::vector<Point> points;
+  auto add = [&](const std::string& op, int ranks, int nodes, double size, double busbw, std::optional<double> algbw,
+                 std::vector<std::string> params) {
+    Point p;
+    p.line = line;
+    p.op = op;
+    p.ranks = ranks;
+    p.nodes = nodes;
+    p.params = std::move(params);
+    p.size = size;
+    p.busbw = busbw;
+    p.algbw = algbw;
+    p.in_place = scan.prose.find("in-place") != std::string::npos;
+    points.push_back(p);
+  };
+
+  int size_col = -1;
+  for (std::size_t i = 0; i < lower.size() && size_col < 0; ++i)
+    if (lower[i].find("size") != std::string::npos || lower[i] == "payload") size_col = static_cast<int>(i);
+  const int fallback_ranks = scan.gpus_flag > 0 ? scan.gpus_flag : 8;
+  if (size_col >= 0) {
+    std::optional<double> size = parse_size_label(cell(size_col));
+    if (!size) return;
+    std::optional<double> algbw = leading_number(cell(col("algbw")));
+    static const std::regex nodes_re(R"((\d+) nodes?)");
+    for (std::size_t i = 0; i < lower.size(); ++i) {
+      std::optional<double> v = leading_number(cell(static_cast<int>(i)));
+      if (static_cast<int>(i) == size_col || !v) continue;
+      std::smatch m;
+      if (lower[i].find("(gb/s)") != std::string::npos || lower[i] == "busbw") {
+        add(scan.default_op.empty() ? "allreduce" : scan.default_op, fallback_ranks, 1, *size, *v, algbw, {});
+      } else if (std::regex_match(lower[i], m, nodes_re)) {
+        const int nodes = std::stoi(m[1]);
+        add("allreduce", per_node_gpus(scan.prose) * nodes, nodes, *size, *v, std::nullopt, {});
+      }
+    }
+  } else if (col("gpus") >= 0 && col("busbw") >= 0) {  // stas00 T4/T5: one payload at 4..8 GPUs
+    std::optional<double> size = prose_payload(scan.prose);
+    std::optional<double> gpus = leading_number(cell(col("gpus")));
+    if (!size || !gpus) return;
+    for (const auto& [key, params] : {std::pair<std::string, std::vector<std::string>>{"busbw", {}},
+                                      {"busbw, nvls off", {"nvls=off"}}}) {
+      std::optional<double> v = leading_number(cell(col(key)));
+      if (v) add("allreduce", static_cast<int>(*gpus), 1, *size, *v, std::nullopt, params);
+    }
+  } else if (col("collective") >= 0 && col("busbw") >= 0) {  // stas00 T6: one payload, several ops
+    std::string text = lowercase(cell(col("collective")));
+    text.erase(std::remove(text.begin(), text.end(), '`'), text.end());
+    std::optional<double> size = prose_payload(scan.prose);
+    std::optional<double> busbw = leading_number(cell(col("busbw")));
+    std::string op = op_from_words(text);
+    if (!size || !busbw || op.empty()) return;
+    std::vector<std::string> params;
+    if (text.find("nccl_nvls_enable=0") != std::string::npos) params.push_back("nvls=off");
+    add(op, prose_gpus(scan.prose).value_or(fallback_ranks), 1, *size, *busbw, std::nullopt, params);
+  }
+  if (points.empty()) return;
+  if (scan.md_table < 0) {
+    scan.open_table(line);
+    scan.md_table = static_cast<int>(scan.tables.size()) - 1;
+  }
+  Table& table = scan.tables[scan.md_table];
+  for (Point& p : points) {
+    // Markdown tables print bandwidths only: time = size / algbw, algbw = busbw / factor.
+    double algbw = p.algbw && *p.algbw > 0 ? *p.algbw : (*p.busbw > 0 ? *p.busbw / busbw_factor(p.op, p.ranks) : 0);
+    if (algbw <= 0) continue;
+    p.time_s = p.size / (algbw * 1e9);
+    table.time_derived = true;
+    table.points.push_back(p);
+  }
+}
+
+/// Two-column "| GPU | NVIDIA H100 80GB HBM3 |" rows of a system-specification table.
+bool read_spec_row(Scan& scan, const std::vector<std::string>& cells) {
+  if (cells.size() != 2) return false;
+  static const std::map<std::string, std::string> keys = {
+      {"gpu", "gpu"}, {"cuda", "cuda"}, {"nvidia driver", "driver"}, {"driver", "driver"},
+      {"nccl", "nccl"}, {"pytorch", "torch"}, {"torch", "torch"}};
+  auto it = keys.find(lowercase(cells[0]));
+  if (it == keys.end() || cells[1].empty()) return false;
+  if (it->second == "gpu") scan.spec_gpu = cells[1];
+  else scan.section_software[it->second] = cells[1];
+  return true;
+}
+
+/// Fills the rank count of a text table that printed no Rank lines; false when it cannot.
+bool finish_ranks(Table& table) {
+  if (table.points.empty() || table.points.front().ranks > 0) return true;
+  int ranks = 0;
+  const Point* largest = nullptr;
+  for (const Point& p : table.points)
+    if (p.algbw && p.busbw && *p.algbw > 0 && *p.busbw > 0 && (!largest || p.size > largest->size)) largest = &p;
+  if (largest) ranks = ranks_from_bandwidths(largest->op, *largest->busbw / *largest->algbw);
+  if (ranks > 0) table.ranks_inferred = true;
+  else ranks = table.gpus_flag;
+  if (ranks <= 0) return false;
+  for (Point& p : table.points) p.ranks = ranks;
+  return true;
+}
+
+Measurement to_measurement(const Point& p) {
+  Measurement m;
+  m.kind = "collective";
+  m.line = p.line;
+  m.time_s = p.time_s;
+  m.texts["op"] = p.op;
+  if (!p.dtype.empty()) m.texts["dtype"] = p.dtype;
+  if (p.in_place) m.texts["in_place"] = "true";
+  m.numbers["size_bytes"] = p.size;
+  m.numbers["ranks"] = p.ranks;
+  if (p.nodes > 0) m.numbers["nodes"] = p.nodes;
+  if (p.busbw) m.numbers["busbw_GBps"] = *p.busbw;
+  if (p.algbw) m.numbers["algbw_GBps"] = *p.algbw;
+  m.params = p.params;
+  return m;
+}
+
+void scan_line(Scan& scan, const std::string& raw, int line) {
+  const std::string s = trim(strip_prefix(raw));
+  if (s.rfind("# ====", 0) == 0 || s.rfind("## ---", 0) == 0) {
+    scan.new_section();
+    return;
+  }
+  const bool comment = !s.empty() && s[0] == '#';
+  static const std::regex software_line(R"(^#\s*software:)");
+  if (std::regex_search(s, software_line)) read_versions(s, scan.file_software);
+
+  std::string found = op_from_perf(s);
+  if (!found.empty() && (s.find("Running:") != std::string::npos || s.find("starting") != std::string::npos ||
+                         s.rfind("root@", 0) == 0 || s.rfind("$", 0) == 0)) {
+    scan.op = found;
+    scan.rank_count = 0;
+    scan.hosts.clear();
+    scan.end_tables();
+  }
+  static const std::regex threads(R"(nThread (\d+) nGpus (\d+))");
+  static const std::regex rank_line(R"(^#\s+Rank\s+(\d+).* on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
+  static const std::regex rank_short(R"(^#\s+Rank\s+(\d+).* on\s+(\S+)\s+device)");
+  static const std::regex g_flag(R"(-g\s?(\d+)\b)");
+  static const std::regex nproc(R"(--nproc_per_node[= ](\d+))");
+  static const std::regex tests_version(R"(nccl-tests version (\S+))");
+  std::smatch m;
+  if (std::regex_search(s, m, threads)) {
+    scan.rank_count = 0;
+    scan.hosts.clear();
+    scan.gpus_flag = std::stoi(m[1]) * std::stoi(m[2]);
+    scan.per_thread = std::stoi(m[2]);
+  }
+  if (std::regex_search(s, m, rank_line) || std::regex_search(s, m, rank_short)) {
+    scan.rank_count = std::max(scan.rank_count, std::stoi(m[1]) + 1);
+    scan.hosts.insert(m[2]);
+    if (m.size() > 3 && m[3].matched) scan.rank_gpu = m[3];
+    return;
+  }
+  if (comment && s.find("perf") != std::string::npos && std::regex_search(s, m, g_flag)) scan.gpus_flag = std::stoi(m[1]);
+  if (std::regex_search(s, m, nproc)) scan.gpus_flag = std::stoi(m[1]);
+  if (std::regex_search(s, m, tests_version)) scan.tests_version = m[1];
+  if (comment || s.find("NCCL version") != std::string::npos) read_log_versions(s, scan.section_software);
+
+  std::string body = s;
+  body.erase(0, body.find_first_not_of('#'));
+  const std::vector<std::string> tokens = split_words(body);
+  auto has = [&](const char* name) { return std::find(tokens.begin(), tokens.end(), name) != tokens.end(); };
+  if (has("size") && has("busbw") && has("time") && s[0] != '|') {  // nccl-tests column header, any version
+    scan.header = tokens;
+    scan.open_table(line);
+    scan.text_table = static_cast<int>(scan.tables.size()) - 1;
+    return;
+  }
+  if (!scan.header.empty() && !comment && !tokens.empty()) {
+    static const std::regex size_token(R"([0-9_]+)");
+    if (std::regex_match(tokens[0], size_token)) read_text_row(scan, tokens, line);
+    else if (s.rfind("```", 0) == 0) scan.end_tables();
+    return;
+  }
+  if (s.find("Avg bus bandwidth") != std::string::npos) scan.end_tables();
+  if (!s.empty() && s[0] == '|') {
+    const std::vector<std::string> cells = split_cells(s);
+    if (scan.md_header.empty()) {
+      scan.md_header = cells;
+      read_spec_row(scan, cells);
+      return;
+    }
+    static const std::regex rule(R"(:?-+:?)");
+    if (std::all_of(cells.begin(), cells.end(), [](const std::string& c) { return c.empty() || std::regex_match(c, rule); }))
+      return;
+    if (!read_spec_row(scan, cells)) read_markdown_row(scan, cells, line);
+    return;
+  }
+  scan.md_header.clear();
+  scan.md_table = -1;
+  if (!s.empty() && !comment && s[0] != '`') {
+    scan.prose = s;
+    if (std::string hint = system_token(s); !hint.empty()) scan.hint = hint;
+    if (std::string tool = tool_token(s); !tool.empty()) scan.tool_hint = tool == "nccl-tests" ? "" : tool;
+    read_versions(s, scan.section_software);
+  }
+}
+
+std::string system_of(const Table& table) {
+  if (!table.gpu.empty()) {
+    std::string token = system_token(table.gpu);
+    return slug(token.empty() ? table.gpu : token);
+  }
+  return slug(table.hint);
+}
+
+}  // namespace
+
+NcclTestsImport import_nccl_tests(const std::string& text, const std::string& origin, const std::string& platform) {
+  Scan scan;
+  scan.default_op = op_from_file_name(origin);
+  std::istringstream lines(text);
+  std::string raw;
+  for (int line = 1; std::getline(lines, raw); ++line) scan_line(scan, raw, line);
+
+  NcclTestsImport result;
+  std::map<std::pair<std::string, std::string>, std::size_t> index;  // (system, tool) -> group
+  std::vector<std::vector<const Table*>> members;
+  const std::string where = origin + ": line ";
+  for (Table& table : scan.tables) {
+    if (table.points.empty()) continue;
+    if (table.points.front().op.empty()) {
+      result.notes.push_back(where + std::to_string(table.line) +
+                             ": table skipped: no collective named (no *_perf command line, no op in the file name)");
+      continue;
+    }
+    if (!finish_ranks(table)) {
+      result.notes.push_back(where + std::to_string(table.line) +
+                             ": table skipped: the log prints no Rank lines, no -g flag and no algbw to infer the rank count");
+      continue;
+    }
+    if (table.points.front().ranks < 2) {
+      result.notes.push_back(where + std::to_string(table.line) + ": table skipped: a 1-rank run measures no collective");
+      continue;
+    }
+    auto key = std::make_pair(system_of(table), table.tool.rfind("nccl-tests", 0) == 0 ? "nccl-tests" : table.tool);
+    auto [it, added] = index.emplace(key, result.groups.size());
+    if (added) {
+      NcclTestsGroup group;
+      group.system = key.first;
+      group.tool = key.second;
+      group.file.source.file = origin;
+      group.file.system.platform = platform;
+      result.groups.push_back(group);
+      members.emplace_back();
+    }
+    members[it->second].push_back(&table);
+  }
+  if (result.groups.empty())
+    throw ConfigError(origin, "no usable nccl-tests table found",
+                      "pass the output of an nccl-tests binary (all_reduce_perf ...) with its column header "
+                      "(size ... time algbw busbw), or a markdown table with size and busbw columns");
+
+  for (std::size_t g = 0; g < result.groups.size(); ++g) {
+    MeasurementFile& file = result.groups[g].file;
+    std::set<std::string> gpus, tools;
+    bool inferred = false, derived = false, hinted = false;
+    int max_nodes = 0;
+    for (const Table* table : members[g]) {
+      tools.insert(table->tool);
+      if (!table->gpu.empty()) gpus.insert(table->gpu);
+      hinted = hinted || (table->gpu.empty() && !table->hint.empty());
+      inferred = inferred || table->ranks_inferred;
+      derived = derived || table->time_derived;
+      for (const auto& [name, version] : table->software) file.system.software.emplace(name, version);
+      for (const Point& p : table->points) {
+        file.measurements.push_back(to_measurement(p));
+        file.system.gpus = std::max(file.system.gpus, p.ranks);
+        max_nodes = std::max(max_nodes, p.nodes);
+      }
+    }
+    file.system.nodes = std::max(1, max_nodes);
+    if (gpus.size() == 1) file.system.gpu = *gpus.begin();
+    file.source.tool = platforms::join({tools.begin(), tools.end()}, ", ");
+    std::vector<std::string> notes = {"stepsim import nccl-tests: " + std::to_string(members[g].size()) + " table(s)"};
+    if (hinted) notes.push_back("system named by the text above the tables ('" + result.groups[g].system + "')");
+    if (inferred) notes.push_back("ranks inferred from busbw/algbw (the log prints no Rank lines)");
+    if (derived) notes.push_back("time_s derived from the printed bandwidth (the table prints no time)");
+    file.source.notes = platforms::join(notes, "; ");
+  }
+  return result;
+}
+
+MeasurementFile merge_nccl_tests_groups(const std::vector<NcclTestsGroup>& groups, const std::string& output) {
+  if (groups.empty()) throw std::logic_error("merge_nccl_tests_groups: no groups");
+  std::vector<std::string> kinds;
+  for (const NcclTestsGroup& g : groups) {
+    const std::string kind = (g.system.empty() ? "unknown system" : g.system) + " (" + g.tool + ")";
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+  }
+  if (kinds.size() > 1)
+    throw ConfigError(output, "the logs hold " + std::to_string(kinds.size()) + " systems or tools: " + platforms::join(kinds),
+                      "pass -o DIR (a folder) to write one file per log and system");
+  MeasurementFile merged = groups[0].file;
+  std::vector<std::string> files = {merged.source.file}, notes = {merged.source.notes};
+  for (std::size_t i = 1; i < groups.size(); ++i) {
+    const MeasurementFile& next = groups[i].file;
+    merged.measurements.insert(merged.measurements.end(), next.measurements.begin(), next.measurements.end());
+    if (std::find(files.begin(), files.end(), next.source.file) == files.end()) files.push_back(next.source.file);
+    if (std::find(notes.begin(), notes.end(), next.source.notes) == notes.end()) notes.push_back(next.source.notes);
+    if (next.source.tool != merged.source.tool) merged.source.tool = groups[0].tool;
+    if (next.system.gpu != merged.system.gpu) merged.system.gpu.clear();
+    merged.system.gpus = std::max(merged.system.gpus, next.system.gpus);
+    merged.system.nodes = std::max(merged.system.nodes, next.system.nodes);
+    for (const auto& [name, version] : next.system.software) merged.system.software.emplace(name, version);
+  }
+  merged.source.file = platforms::join(files, " ");
+  merged.source.notes = platforms::join(notes, " | ");
+  return merged;
+}
+
+std::string nccl_tests_output_name(const std::string& log_path, const NcclTestsGroup& group, bool several) {
+  std::string stem = log_path.substr(log_path.find_last_of('/') + 1);
+  if (std::size_t dot = stem.rfind('.'); dot != std::string::npos && dot > 0) stem.resize(dot);
+  if (!several) return stem + ".yaml";
+  std::string name = stem + "-" + (group.system.empty() ? "unknown-system" : group.system);
+  if (group.tool != "nccl-tests") name += "-" + slug(group.tool);
+  return name + ".yaml";
+}
+
+}  // namespace stepsim::validation
