@@ -90,7 +90,7 @@ std::vector<std::string> overrides_for(const std::vector<Parameter>& params, con
 
 CaseSetError errors_of(const std::vector<CaseRef>& cases, const std::vector<MeasurementFile>& files,
                        const std::vector<std::optional<double>>& before, const std::vector<std::optional<double>>& after,
-                       Bytes headline_min) {
+                       Bytes headline_min, Seconds min_kernel_time) {
   CaseSetError e;
   std::vector<double> b, a, b_all, a_all;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -101,7 +101,7 @@ CaseSetError errors_of(const std::vector<CaseRef>& cases, const std::vector<Meas
     ++e.cases;
     b_all.push_back(lb);
     a_all.push_back(la);
-    if (m.kind != "collective" || m.number("size_bytes") >= headline_min) {
+    if (m.kind == "collective" ? m.number("size_bytes") >= headline_min : m.time_s >= min_kernel_time) {
       ++e.headline_cases;
       b.push_back(lb);
       a.push_back(la);
@@ -199,6 +199,7 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
       const Measurement& m = files[f].measurements[i];
       if (!fittable_kind(m.kind)) continue;
       if (m.kind == "collective" && m.number("size_bytes") < options.fit_min_size) continue;
+      if (m.kind == "gemm" && m.time_s < options.validate.min_kernel_time) continue;
       const std::string g = files[f].path + " | " + group_of(m);
       if (!groups.count(g)) group_order.push_back(g);
       groups[g].push_back({f, static_cast<int>(i), m.time_s});
@@ -304,9 +305,11 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
   const std::vector<std::string> fitted_overrides = overrides_for(params, theta);
   const Bytes headline = options.validate.min_size;
   out.fit = errors_of(fit_cases, files, predict(files, fit_cases, options.validate, {}),
-                      predict(files, fit_cases, options.validate, fitted_overrides), headline);
+                      predict(files, fit_cases, options.validate, fitted_overrides), headline,
+                      options.validate.min_kernel_time);
   out.holdout = errors_of(holdout_cases, files, predict(files, holdout_cases, options.validate, {}),
-                          predict(files, holdout_cases, options.validate, fitted_overrides), headline);
+                          predict(files, holdout_cases, options.validate, fitted_overrides), headline,
+                          options.validate.min_kernel_time);
 
   std::map<std::size_t, std::vector<int>> fitted_by_file;
   for (const CaseRef& c : fit_cases) fitted_by_file[c.file].push_back(c.index);

@@ -19,7 +19,8 @@
 /// at their preset value and the rest refitted, until every fitted factor is well determined.
 /// Holdout "half": within each group of cases that differ only in size (or GEMM shape), sorted
 /// by size, every other case (the 1st, 3rd, ...) is fitted and the rest validated; "none" fits
-/// every case. The calibrated platform lists the fitted cases, so `stepsim validate` with it
+/// every case. GEMMs measured below `min_kernel_time` (launch-bound, see validate.hpp) are
+/// neither fitted nor held out. The calibrated platform lists the fitted cases, so `stepsim validate` with it
 /// never scores a fitted case. Deterministic: same inputs, same output bit for bit.
 #include <string>
 #include <vector>

@@ -343,7 +343,8 @@ class FileValidator {
 
 /// Collects the cases into groups of equal (platform, kind[, key]) in order of first
 /// appearance; `by_key` = false gives one group per (platform, kind) with key "all".
-std::vector<GroupSummary> collect(const std::vector<CaseResult>& cases, Bytes min_size, bool by_key) {
+std::vector<GroupSummary> collect(const std::vector<CaseResult>& cases, Bytes min_size, Seconds min_kernel_time,
+                                  bool by_key) {
   std::vector<GroupSummary> groups;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const CaseResult& c = cases[i];
@@ -363,7 +364,9 @@ std::vector<GroupSummary> collect(const std::vector<CaseResult>& cases, Bytes mi
                     : c.kind == "copy"        ? "GB/s read + written"
                     : c.kind == "compression" ? "GB/s of raw data"
                                               : "";
-      g.headline_rule = c.kind == "collective" ? "sizes >= " + format_size(min_size) : "all cases";
+      g.headline_rule = c.kind == "collective"                        ? "sizes >= " + format_size(min_size)
+                        : (c.kind == "iteration" || c.kind == "kernel") ? "all cases"
+                                                                          : fmt::format("measured >= {:g} us", min_kernel_time * 1e6);
       groups.push_back(g);
       it = groups.end() - 1;
     }
@@ -451,6 +454,8 @@ ValidationResult validate(const std::vector<MeasurementFile>& files, const Valid
         continue;
       }
       CaseResult c = std::get<CaseResult>(std::move(outcome));
+      if (c.kind == "gemm" || c.kind == "copy" || c.kind == "embedding" || c.kind == "compression")
+        c.headline = m.time_s >= options.min_kernel_time;
       c.where = where;
       c.platform = validator.label();
       result.cases.push_back(with_errors(std::move(c)));
@@ -460,8 +465,8 @@ ValidationResult validate(const std::vector<MeasurementFile>& files, const Valid
       result.notes.push_back(fmt::format("{}: {} case(s) left out: the platform's calibration was fitted on them",
                                          file.path.empty() ? "<memory>" : file.path, fitted));
   }
-  result.groups = summarise(result.cases, collect(result.cases, options.min_size, true));
-  result.overall = summarise(result.cases, collect(result.cases, options.min_size, false));
+  result.groups = summarise(result.cases, collect(result.cases, options.min_size, options.min_kernel_time, true));
+  result.overall = summarise(result.cases, collect(result.cases, options.min_size, options.min_kernel_time, false));
   return result;
 }
 

@@ -17,7 +17,7 @@
 /// symmetric log error |ln(pred/meas)| (for collectives the same as comparing busbw, which is
 /// proportional to 1/time); per group the geomean |error| exp(mean |ln(pred/meas)|) - 1, the
 /// definition tools/nccl-tests-compare uses, over the headline cases (collectives of at least
-/// `min_size`, every case of other kinds) and over all cases, and the same per (platform, kind).
+/// `min_size`, kernels measured at `min_kernel_time` or longer, every case of other kinds) and over all cases, and the same per (platform, kind).
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -40,6 +40,10 @@ struct ValidateOptions {
   std::vector<std::string> algo_params;         ///< --algo-param, after the file's NCCL version
   std::string engine = "analytical";
   Bytes min_size = 1024.0 * 1024.0;             ///< smallest collective size in the headline geomean
+  /// Shortest measured kernel (gemm, copy, embedding, compression) in the headline geomean: the
+  /// harness times back-to-back calls, so below ~20 us it measures the CPU's call rate (4.7 us
+  /// per cudaMemcpyAsync, 7-10 us per cuBLAS call on the H100 runs), not the kernel the model prices.
+  Seconds min_kernel_time = 20e-6;
 };
 
 /// @brief One measured case beside its prediction.

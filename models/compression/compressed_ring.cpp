@@ -19,13 +19,13 @@
 /// every ring, and slot u + 1 is slot u with every block one lower: one Round repeated.
 #include <algorithm>
 #include <cmath>
-#include <functional>
 
 #include <fmt/format.h>
 
 #include "models/collectives/lowering.hpp"
 #include "models/collectives/ring_order.hpp"
 #include "models/compression/compressed_schedules.hpp"
+#include "platforms/config_error.hpp"
 
 namespace stepsim::models {
 namespace {
@@ -166,6 +166,18 @@ Schedule compressed_ring(const CollectiveSpec& spec, const CollectiveContext& ct
         std::clamp(std::ceil(block / ctx.options.chunk_bytes), 1.0, static_cast<double>(lowering::kMaxChunks)));
   else if (reduces && n > 1)
     chunks = reduce_scatter_chunks(ctx, rings.front(), block, codec);
+  // Fewer than 3 chunks store every slot (about 3 (n - 1) m of them, n x channels steps each);
+  // 3 or more are compact whatever n.
+  const double explicit_steps = 3.0 * (n - 1) * chunks * n * channels;
+  if (reduces && chunks < 3 && explicit_steps > lowering::kMaxPipelineSteps) {
+    if (ctx.options.chunk_bytes > 0)
+      throw ConfigError("--chunk",
+                        fmt::format("{} chunk(s) per block make the compressed reduce-scatter of {} ranks store about "
+                                    "{:.0f} steps (more than {})",
+                                    chunks, n, explicit_steps, lowering::kMaxPipelineSteps),
+                        "use a chunk of at most a third of the block, which keeps the pipeline compact");
+    chunks = 3;
+  }
   Schedule s = lowering::start(spec, "compressed_ring", n * chunks, channels, channels);
   s.compressed_piece_bytes = codec.compressed_bytes(s.piece_bytes());
   s.notes.push_back(fmt::format("codec {}: {:.0f} -> {:.0f} bytes per cell", codec.spec(), s.piece_bytes(),
