@@ -277,13 +277,21 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
     };
     fit = solve_least_squares(problem);
     out.iterations += fit.iterations;
+    // Backward elimination: every parameter no case moves, else the single worst-determined one.
     bool dropped = false;
+    std::optional<std::size_t> worst;
     for (std::size_t i = 0; i < index.size(); ++i) {
-      const auto k = static_cast<std::size_t>(index[i]);
-      if (!fit.determined[i] || fit.standard_error[static_cast<Eigen::Index>(i)] > kMaxRelativeError) {
-        active[k] = false;
+      const double error = fit.standard_error[static_cast<Eigen::Index>(i)];
+      if (!fit.determined[i]) {
+        active[static_cast<std::size_t>(index[i])] = false;
         dropped = true;
+      } else if (error > kMaxRelativeError && (!worst || error > fit.standard_error[static_cast<Eigen::Index>(*worst)])) {
+        worst = i;
       }
+    }
+    if (!dropped && worst) {
+      active[static_cast<std::size_t>(index[*worst])] = false;
+      dropped = true;
     }
     if (!dropped || index.empty()) break;
   }

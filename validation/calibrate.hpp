@@ -15,8 +15,9 @@
 ///    protocol's (NCCL's own tables are per algorithm and protocol; p2p = alltoall/sendrecv);
 ///  - protocols.<P>.latency_scale: NCCL's latency estimate for protocol P;
 ///  - gemm_efficiency.<dtype> for every GEMM dtype measured (starting at the model's ceiling).
-/// After a fit, parameters whose standard error exceeds 25 % (or that no case moves) are fixed
-/// at their preset value and the rest refitted, until every fitted factor is well determined.
+/// After a fit, the parameters no case moves, else the one with the largest standard error
+/// above 25 %, are fixed at their preset value and the rest refitted (backward elimination),
+/// until every fitted factor is well determined.
 /// Holdout "half": within each group of cases that differ only in size (or GEMM shape), sorted
 /// by size, every other case (the 1st, 3rd, ...) is fitted and the rest validated; "none" fits
 /// every case. GEMMs measured below `min_kernel_time` (launch-bound, see validate.hpp) are
