@@ -3,7 +3,9 @@
 /// (platforms/calibration.hpp) to measurement files by least squares, on part of the cases,
 /// and reports the error on the rest.
 ///
-/// Contract: the residual of a case is ln(predicted / measured) of its time, predicted by the
+/// Contract: the residual of a case is ln(predicted / measured) of its time (through a
+/// pseudo-Huber transform, so the fit minimises about mean |ln|, the geomean |error| that
+/// validate reports, rather than letting outliers dominate a squared sum), predicted by the
 /// same code as `stepsim validate` (so a calibrated platform validates with exactly the
 /// figures printed here). Parameters are log multipliers (solve_least_squares), fitted only
 /// where the fit cases depend on them:

@@ -13,12 +13,15 @@ namespace {
 constexpr int kLeft = 72, kRight = 24, kTop = 56, kBottom = 52;  // margins in px
 constexpr double kCharWidth = 6.5;                               // px per character at 12 px, for layout
 
-bool showable(PlotAxis axis, double v) { return std::isfinite(v) && (axis == PlotAxis::linear || v > 0); }
+bool showable(PlotAxis axis, double v) {
+  return std::isfinite(v) && (axis == PlotAxis::linear || axis == PlotAxis::categorical || v > 0);
+}
 
 /// The value in the axis's drawing space (log units for log axes).
 double transform(PlotAxis axis, double v) {
   switch (axis) {
-    case PlotAxis::linear: return v;
+    case PlotAxis::linear:
+    case PlotAxis::categorical: return v;
     case PlotAxis::log10: return std::log10(v);
     case PlotAxis::log2_bytes:
     case PlotAxis::ratio: return std::log2(v);
@@ -113,6 +116,7 @@ Scale make_scale(PlotAxis axis, std::vector<double> values, bool include_one) {
   double hi = t.empty() ? 1 : *std::max_element(t.begin(), t.end());
   switch (axis) {
     case PlotAxis::linear:
+    case PlotAxis::categorical:   // a categorical y axis is not drawn; read it as linear
       if (lo >= 0) lo = 0;
       if (hi - lo <= 0) hi = lo + std::max(1.0, std::abs(lo));
       return linear_scale(lo, hi + 0.05 * (hi - lo));
@@ -128,6 +132,15 @@ Scale make_scale(PlotAxis axis, std::vector<double> values, bool include_one) {
     }
   }
   return {};
+}
+
+/// One slot per category, centred on 0, 1, ..., labelled with the names.
+Scale categorical_scale(const std::vector<std::string>& categories) {
+  Scale s;
+  s.lo = -0.5;
+  s.hi = std::max<double>(1, static_cast<double>(categories.size())) - 0.5;
+  for (std::size_t i = 0; i < categories.size(); ++i) s.ticks.push_back({static_cast<double>(i), categories[i]});
+  return s;
 }
 
 std::string marker_svg(PlotMarker marker, double x, double y, const std::string& color) {
@@ -162,7 +175,8 @@ std::string svg_plot(const Plot& plot) {
       xs.push_back(x);
       ys.push_back(y);
     }
-  const Scale sx = make_scale(plot.x_axis, xs, false);
+  const Scale sx =
+      plot.x_axis == PlotAxis::categorical ? categorical_scale(plot.categories) : make_scale(plot.x_axis, xs, false);
   const Scale sy = make_scale(plot.y_axis, ys, plot.reference_one);
   const double w = plot.width - kLeft - kRight, h = plot.height - kTop - kBottom;
   const auto px = [&](double t) { return kLeft + sx.fraction(t) * w; };
@@ -204,6 +218,12 @@ std::string svg_plot(const Plot& plot) {
                      kTop + h / 2, xml_escape(plot.y_label));
   out += "\n";
 
+  // Bars rise from 0 on a linear y axis (from the bottom on a log one) and share each x slot.
+  const int bar_series = static_cast<int>(std::count_if(plot.series.begin(), plot.series.end(),
+                                                        [](const PlotSeries& s) { return s.bars; }));
+  const double slot = w / (sx.hi - sx.lo), bar_width = 0.8 * slot / std::max(1, bar_series);
+  const double bar_base = py(plot.y_axis == PlotAxis::linear ? std::clamp(0.0, sy.lo, sy.hi) : sy.lo);
+  int bar_at = 0;
   double legend_x = kLeft;
   for (const PlotSeries& s : plot.series) {
     std::string polyline, markers;
@@ -211,20 +231,28 @@ std::string svg_plot(const Plot& plot) {
       if (!showable(plot.x_axis, x) || !showable(plot.y_axis, y)) continue;
       const double X = px(transform(plot.x_axis, x)), Y = py(transform(plot.y_axis, y));
       polyline += fmt::format("{}{:.1f},{:.1f}", polyline.empty() ? "" : " ", X, Y);
-      markers += marker_svg(s.marker, X, Y, s.color);
+      if (s.bars)
+        markers += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"/>)",
+                               X - 0.4 * slot + bar_at * bar_width, std::min(Y, bar_base), bar_width,
+                               std::abs(bar_base - Y), s.color);
+      else
+        markers += marker_svg(s.marker, X, Y, s.color);
     }
+    if (s.bars) ++bar_at;
     const std::string dash = s.dashed ? R"( stroke-dasharray="6 4")" : "";
     out += fmt::format(R"(<g><title>{}</title>)", xml_escape(s.name));
-    if (s.line && !polyline.empty())
+    if (s.line && !s.bars && !polyline.empty())
       out += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="1.5"{}/>)", polyline, s.color,
                          dash);
     out += markers + "</g>\n";
     // Legend entry: a line sample with the marker, then the name.
     const double ly = 38;
-    if (s.line)
+    if (s.bars)
+      out += fmt::format(R"(<rect x="{:.1f}" y="{}" width="18" height="10" fill="{}"/>)", legend_x + 3, ly - 5, s.color);
+    else if (s.line)
       out += fmt::format(R"(<line x1="{:.1f}" y1="{}" x2="{:.1f}" y2="{}" stroke="{}" stroke-width="1.5"{}/>)", legend_x,
                          ly, legend_x + 24, ly, s.color, dash);
-    out += marker_svg(s.marker, legend_x + 12, ly, s.color);
+    if (!s.bars) out += marker_svg(s.marker, legend_x + 12, ly, s.color);
     out += fmt::format(R"(<text x="{:.1f}" y="{}">{}</text>)", legend_x + 30, ly + 4, xml_escape(s.name));
     out += "\n";
     legend_x += 30 + kCharWidth * static_cast<double>(s.name.size()) + 18;

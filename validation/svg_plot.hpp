@@ -17,8 +17,9 @@ namespace stepsim::validation {
 /// @brief How an axis maps values: `log2_bytes` (ticks at powers of two labelled 64KiB, 1GiB),
 /// `log10` (ticks at powers of ten labelled 1e9), `ratio` (log2, ticks labelled as the signed
 /// error of a predicted / measured ratio: 0.5 -> -50 %), `linear` (1-2-5 ticks, from 0 for
-/// non-negative data).
-enum class PlotAxis { linear, log2_bytes, log10, ratio };
+/// non-negative data), `categorical` (x only: value i is the slot of `Plot::categories[i]`,
+/// ticks labelled with the names).
+enum class PlotAxis { linear, log2_bytes, log10, ratio, categorical };
 
 /// @brief Marker shapes of a series.
 enum class PlotMarker { circle, square };
@@ -30,6 +31,9 @@ struct PlotSeries {
   PlotMarker marker = PlotMarker::circle;
   bool dashed = false;
   bool line = true;                               ///< join the points with a polyline
+  /// Draw a filled bar from the bottom of the y axis (0 on a linear axis) to each point instead
+  /// of markers; the bar series of a plot stand side by side in each x slot (categorical x).
+  bool bars = false;
 };
 
 struct Plot {
@@ -40,6 +44,7 @@ struct Plot {
   PlotAxis y_axis = PlotAxis::linear;
   std::vector<PlotSeries> series;
   bool reference_one = false;   ///< draw the line y = 1 (exact prediction on a ratio axis)
+  std::vector<std::string> categories;   ///< names of the x slots of a categorical x axis
   int width = 640;
   int height = 360;
 };

@@ -89,7 +89,9 @@ class FileValidator {
   std::vector<std::string> notes() const {
     std::vector<std::string> out;
     const std::string name = file_.path.empty() ? "<memory>" : file_.path;
-    if (!nccl_version().empty()) {
+    const bool collectives = std::any_of(file_.measurements.begin(), file_.measurements.end(),
+                                         [](const Measurement& m) { return m.kind == "collective"; });
+    if (collectives && !nccl_version().empty()) {
       const auto forced = std::find_if(options_.algo_params.begin(), options_.algo_params.end(),
                                        [](const std::string& kv) { return kv.rfind("version=", 0) == 0; });
       out.push_back(forced == options_.algo_params.end()
@@ -167,7 +169,9 @@ class FileValidator {
     const std::string forced = m.text_or("algo", "nccl");
     if (options_.algo == "nccl") {
       // The run's own choices, so the model prices what actually ran (NCCL_ALGO, NCCL_PROTO).
-      if (!nccl_version().empty()) algo_options.extra["version"] = nccl_version();
+      const bool collectives = std::any_of(file_.measurements.begin(), file_.measurements.end(),
+                                         [](const Measurement& m) { return m.kind == "collective"; });
+    if (collectives && !nccl_version().empty()) algo_options.extra["version"] = nccl_version();
       if (forced != "nccl") algo_options.extra["algo"] = forced;
       if (m.texts.count("protocol")) algo_options.extra["proto"] = m.text("protocol");
       sim::add_algo_params(m.params, algo_options);  // the run's NCCL settings (nvls=off, gpus_per_thread=G)
