@@ -4,6 +4,8 @@
 
 namespace stepsim::models {
 
+const char* to_string(CompressionMode mode) { return mode == CompressionMode::p2p ? "p2p" : "collective"; }
+
 AlgorithmRegistry& AlgorithmRegistry::instance() {
   static AlgorithmRegistry registry;
   return registry;

@@ -21,6 +21,8 @@ namespace stepsim::models {
 /// @brief Where a codec compresses (models/compression/compressed_schedules.hpp): every large
 /// message by its sender (p2p, MVAPICH2-GDR) or inside the collective (Zhou et al.'s ring).
 enum class CompressionMode : std::uint8_t { p2p, collective };
+/// @brief "p2p" or "collective", as --compression-mode spells it.
+const char* to_string(CompressionMode mode);
 
 /// @brief Compression-assisted collectives; an empty codec means none. Honoured by
 /// models::lower_collective (compressed_schedules.hpp), not by Algorithm::lower.

@@ -61,10 +61,41 @@ std::vector<int> involved_pairs(const PreparedRound& round, std::vector<char>& s
   return pairs;
 }
 
+/// @brief Appends the codec steps of one repetition of `round` (finishing at `finish`, plus
+/// `shift`) to their ranks' busy intervals.
+void record_codec(const PreparedRound& round, const std::vector<Seconds>& durations,
+                  const std::vector<Seconds>& finish, Seconds shift,
+                  std::vector<std::vector<BusyInterval>>& codec_busy) {
+  for (std::size_t s = 0; s < round.steps.size(); ++s) {
+    const PreparedStep& step = round.steps[s];
+    if (!step.codec || durations[s] <= 0) continue;
+    codec_busy[step.src].push_back({finish[s] - durations[s] + shift, finish[s] + shift});
+  }
+}
+
+/// @brief Sorts each rank's intervals and merges those that touch or overlap.
+void merge_intervals(std::vector<std::vector<BusyInterval>>& codec_busy) {
+  for (std::vector<BusyInterval>& list : codec_busy) {
+    std::sort(list.begin(), list.end(),
+              [](const BusyInterval& a, const BusyInterval& b) { return a.begin < b.begin; });
+    std::size_t kept = 0;
+    for (const BusyInterval& interval : list) {
+      if (kept > 0 && interval.begin <= list[kept - 1].end) {
+        list[kept - 1].end = std::max(list[kept - 1].end, interval.end);
+      } else {
+        list[kept++] = interval;
+      }
+    }
+    list.resize(kept);
+  }
+}
+
 /// @brief Runs every repetition of `round`, advancing `ready` (per pair: when its last step
-/// so far finished), and extrapolates once the advance per repetition is uniform.
+/// so far finished), and extrapolates once the advance per repetition is uniform. With
+/// `codec_busy`, appends each codec step's [start, finish) to its rank's list (unmerged).
 void run_round(const PreparedRound& round, const std::vector<Seconds>& durations,
-               const std::vector<int>& pairs, std::vector<Seconds>& ready) {
+               const std::vector<int>& pairs, std::vector<Seconds>& ready,
+               std::vector<std::vector<BusyInterval>>* codec_busy) {
   std::vector<Seconds> finish(round.steps.size());
   std::vector<Seconds> previous(pairs.size());
   for (std::size_t k = 0; k < pairs.size(); ++k) previous[k] = ready[pairs[k]];
@@ -75,6 +106,7 @@ void run_round(const PreparedRound& round, const std::vector<Seconds>& durations
     // Every start reads the ready times of earlier rounds only, so all starts come first.
     for (std::size_t s = 0; s < round.steps.size(); ++s)
       finish[s] = ready[round.steps[s].src_pair] + durations[s];
+    if (codec_busy) record_codec(round, durations, finish, 0, *codec_busy);
     for (std::size_t s = 0; s < round.steps.size(); ++s) {
       const PreparedStep& step = round.steps[s];
       ready[step.src_pair] = std::max(ready[step.src_pair], finish[s]);
@@ -95,6 +127,9 @@ void run_round(const PreparedRound& round, const std::vector<Seconds>& durations
     if (uniform && last_uniform && std::abs(high - last_delta) <= tolerance) {
       const double remaining = round.repeat - 1 - rep;
       for (int pair : pairs) ready[pair] += remaining * high;
+      // The extrapolated repetitions run the same steps, each `high` later than the one before.
+      if (codec_busy)
+        for (int k = 1; k <= round.repeat - 1 - rep; ++k) record_codec(round, durations, finish, k * high, *codec_busy);
       break;
     }
     last_uniform = uniform;
@@ -102,11 +137,9 @@ void run_round(const PreparedRound& round, const std::vector<Seconds>& durations
   }
 }
 
-}  // namespace
-
-CollectiveResult AnalyticalEngine::run(const models::Schedule& schedule, const Placement& placement) {
-  const PreparedSchedule prepared(schedule, placement);
-  const platforms::Platform& platform = placement.platform;
+/// @brief Prices the schedule (see analytical.hpp), collecting codec intervals when asked.
+CollectiveResult price(const PreparedSchedule& prepared, std::vector<std::vector<BusyInterval>>* codec_busy) {
+  const platforms::Platform& platform = prepared.platform();
 
   std::vector<BytesPerSecond> link_bandwidth(platform.link_count());
   std::vector<char> half_duplex(platform.link_count());
@@ -122,7 +155,7 @@ CollectiveResult AnalyticalEngine::run(const models::Schedule& schedule, const P
   for (const PreparedRound& round : prepared.rounds()) {
     if (round.steps.empty()) continue;
     run_round(round, step_durations(prepared, round, link_bandwidth, half_duplex, crossing),
-              involved_pairs(round, seen), ready);
+              involved_pairs(round, seen), ready, codec_busy);
   }
 
   CollectiveResult result;
@@ -133,6 +166,22 @@ CollectiveResult AnalyticalEngine::run(const models::Schedule& schedule, const P
     finish = std::max(finish, ready[pair]);
   }
   result.link_usage = prepared.link_usage();
+  return result;
+}
+
+}  // namespace
+
+CollectiveResult AnalyticalEngine::run(const models::Schedule& schedule, const Placement& placement) {
+  return price(PreparedSchedule(schedule, placement), nullptr);
+}
+
+CollectiveResult AnalyticalEngine::run(const models::Schedule& schedule, const Placement& placement,
+                                       std::vector<std::vector<BusyInterval>>& codec_busy) {
+  const PreparedSchedule prepared(schedule, placement);
+  codec_busy.assign(static_cast<std::size_t>(prepared.ranks()), {});
+  // Only schedules that compress have codec steps (models/schedule.hpp).
+  CollectiveResult result = price(prepared, schedule.compressed_piece_bytes > 0 ? &codec_busy : nullptr);
+  merge_intervals(codec_busy);
   return result;
 }
 

@@ -30,6 +30,12 @@ struct LinkUsage {
   Bytes bytes_backward = 0;
 };
 
+/// @brief A stretch of time [begin, end), e.g. when a rank's GPU runs a schedule's codec steps.
+struct BusyInterval {
+  Seconds begin = 0;
+  Seconds end = 0;
+};
+
 struct CollectiveResult {
   Seconds time = 0;                       ///< launch to last step finished
   std::vector<Seconds> rank_finish;       ///< per rank, when its last step finished

@@ -37,6 +37,23 @@ struct LinkReport {
   double utilisation = 0;    ///< busiest direction's bytes / (bandwidth * iteration time)
 };
 
+/// @brief The iteration's compressed collectives of one kind (op, codec, mode, threshold) and
+/// the error their lossy passes can leave (models::schedule_error_bound), in units of R, the
+/// largest magnitude of the values entering a collective. How errors add up over an iteration:
+/// a call that replaces its output (allgather, broadcast, alltoall, sendrecv) leaves at most one
+/// call's bound in it; reductions issued under one name on a rank add into one buffer (gradient
+/// accumulation reduces each unit's gradients once per micro-batch), so their bounds add up.
+struct CompressionReport {
+  std::string op;                 ///< models::to_string(CollectiveOp)
+  std::string codec;              ///< the codec's canonical text, every parameter given
+  std::string mode;               ///< "p2p" or "collective"
+  Bytes threshold = 0;            ///< p2p: messages below it stay raw
+  int calls = 0;                  ///< per iteration, on the rank that issues the most
+  Bytes bytes = 0;                ///< their sizes (nccl-tests convention) summed, on that rank
+  double error_bound_per_call = 0;   ///< largest over the calls, x R
+  double error_bound = 0;         ///< per iteration, by the rule above, x R
+};
+
 struct Prediction {
   std::string engine;
   int ranks = 0;
@@ -48,6 +65,7 @@ struct Prediction {
   std::vector<CriticalPathEntry> critical_path;   ///< ending at the slowest rank's last op
   std::vector<LinkReport> links;        ///< links that carried bytes, ascending id
   std::int64_t ops_replayed = 0;
+  std::vector<CompressionReport> compression;   ///< one per kind of compressed collective; empty without
   std::vector<std::string> notes;
 };
 

@@ -11,6 +11,7 @@
 #include "sim/child_process.hpp"
 #include "sim/prepared_schedule.hpp"
 #include "sim/replay_backend.hpp"
+#include "sim/replay_compression.hpp"
 #include "sim/replay_core.hpp"
 #include "sim/timeline.hpp"
 
@@ -172,10 +173,17 @@ Prediction replay(const workloads::Trace& trace, const Placement& placement, con
   workloads::validate(trace);
   ReplayPlan plan(trace, placement);
   ReplayCore core(trace, placement, plan);
-  if (!backend) return replay_in_child(trace, placement, plan, core, options.timeline);
-  core.run(*backend);
-  if (options.timeline) write_timeline(*options.timeline, core);
-  return finish(core, plan, trace, placement, options.engine);
+  Prediction p;
+  if (backend) {
+    core.run(*backend);
+    if (options.timeline) write_timeline(*options.timeline, core);
+    p = finish(core, plan, trace, placement, options.engine);
+  } else {
+    p = replay_in_child(trace, placement, plan, core, options.timeline);
+  }
+  // Engine-independent, so computed here once for both paths.
+  p.compression = compression_reports(trace, plan);
+  return p;
 }
 
 }  // namespace stepsim::sim

@@ -15,11 +15,12 @@ namespace {
 /// @brief The analytical backend: a priority queue of callbacks ordered by (time, request
 /// order). Each schedule is priced once, in isolation, by AnalyticalEngine when first needed;
 /// an instance started at `at` finishes member m at `at + rank_finish[m]`, whatever else runs
-/// at the same time (no contention between collectives), which is what `finish_offsets` says.
+/// at the same time (no contention between collectives), which is what `finish_offsets` says,
+/// and runs its codec steps at fixed offsets too (`codec_offsets`).
 class AnalyticalReplayBackend : public ReplayBackend {
  public:
   void declare(const models::Schedule& schedule, const Placement& placement) override {
-    schedules_.try_emplace(&schedule, Priced{&placement, {}, false});
+    schedules_.try_emplace(&schedule, Priced{&placement, {}, {}, false});
   }
 
   void wake_at(Seconds at, Token token) override { push(at, token, -1); }
@@ -31,6 +32,10 @@ class AnalyticalReplayBackend : public ReplayBackend {
 
   const std::vector<Seconds>* finish_offsets(const models::Schedule& schedule) override {
     return &rank_finish(schedule);
+  }
+
+  const std::vector<std::vector<BusyInterval>>* codec_offsets(const models::Schedule& schedule) override {
+    return &priced(schedule).codec_busy;
   }
 
   void run(const Callbacks& callbacks) override {
@@ -47,6 +52,7 @@ class AnalyticalReplayBackend : public ReplayBackend {
   struct Priced {
     const Placement* placement = nullptr;
     std::vector<Seconds> rank_finish;
+    std::vector<std::vector<BusyInterval>> codec_busy;   ///< per member, from the start
     bool done = false;
   };
   struct Event {
@@ -62,15 +68,17 @@ class AnalyticalReplayBackend : public ReplayBackend {
   };
 
   /// Member finish times of `schedule` from its start, priced on first use.
-  const std::vector<Seconds>& rank_finish(const models::Schedule& schedule) {
+  const std::vector<Seconds>& rank_finish(const models::Schedule& schedule) { return priced(schedule).rank_finish; }
+
+  const Priced& priced(const models::Schedule& schedule) {
     const auto it = schedules_.find(&schedule);
     if (it == schedules_.end()) throw std::logic_error("replay backend: a schedule that was not declared");
-    Priced& priced = it->second;
-    if (!priced.done) {
-      priced.rank_finish = AnalyticalEngine().run(schedule, *priced.placement).rank_finish;
-      priced.done = true;
+    Priced& entry = it->second;
+    if (!entry.done) {
+      entry.rank_finish = AnalyticalEngine().run(schedule, *entry.placement, entry.codec_busy).rank_finish;
+      entry.done = true;
     }
-    return priced.rank_finish;
+    return entry;
   }
 
   void push(Seconds at, Token token, int member) {

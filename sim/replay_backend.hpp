@@ -12,7 +12,11 @@
 /// backend prices every schedule in isolation (sim::AnalyticalEngine, cached per schedule), so
 /// it knows when each member finishes as soon as a schedule starts (`finish_offsets`); the
 /// event backend runs all flows of all started schedules in one SimGrid network, where later
-/// starts can still change that, so the core learns it from `member_done`.
+/// starts can still change that, so the core learns it from `member_done`. The same holds for
+/// when a member's GPU runs the schedule's codec steps (compress / decompress): the analytical
+/// backend fixes them at the start (`codec_offsets`), the event backend reports each codec step
+/// through `codec_busy` when it becomes ready, which is when its end is known (a codec step
+/// lasts its codec_time, models/schedule.hpp).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,6 +34,12 @@ class ReplayBackend {
   struct Callbacks {
     std::function<void(Token token, Seconds now)> woken;
     std::function<void(Token token, int member, Seconds now)> member_done;
+    /// Member `member`'s GPU runs a codec step of the instance over [begin, end). Only from
+    /// backends whose codec_offsets is null; may be empty (then not called). Called at a time
+    /// now <= end, before that member's member_done and before any other callback at a time
+    /// after begin; of the callbacks at one time these come first. So a kernel the step
+    /// overlaps (it ends after begin) is never settled without it.
+    std::function<void(Token token, int member, Seconds begin, Seconds end, Seconds now)> codec_busy;
   };
   virtual ~ReplayBackend() = default;
 
@@ -44,6 +54,14 @@ class ReplayBackend {
   /// nullptr where it does not (the replay then learns each end from `member_done`). The
   /// replay uses it to know early how long a collective holds SMs that kernels then lack.
   virtual const std::vector<Seconds>* finish_offsets(const models::Schedule& schedule) {
+    static_cast<void>(schedule);
+    return nullptr;
+  }
+  /// @brief Per schedule member, the intervals, counted from a start of the declared
+  /// `schedule`, in which its GPU runs the schedule's codec steps (time order, merged), where
+  /// the backend fixes them at the start; nullptr where it reports them through
+  /// Callbacks::codec_busy instead. Only asked for schedules with codec steps.
+  virtual const std::vector<std::vector<BusyInterval>>* codec_offsets(const models::Schedule& schedule) {
     static_cast<void>(schedule);
     return nullptr;
   }

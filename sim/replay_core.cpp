@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "models/algorithm.hpp"
+#include "models/compression/compressed_schedules.hpp"
 #include "platforms/config_error.hpp"
 
 namespace stepsim::sim {
@@ -36,14 +37,6 @@ std::string fold_indices(const std::string& name) {
   return folded;
 }
 
-/// CollectiveCall equality, field by field: its defaulted operator== is deleted because
-/// models::AlgorithmOptions has none.
-bool same_call(const workloads::CollectiveCall& a, const workloads::CollectiveCall& b) {
-  return a.op == b.op && a.bytes == b.bytes && a.group == b.group && a.root == b.root && a.algorithm == b.algorithm &&
-         a.options.channels == b.options.channels && a.options.chunk_bytes == b.options.chunk_bytes &&
-         a.options.extra == b.options.extra;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -64,7 +57,7 @@ ReplayPlan::ReplayPlan(const workloads::Trace& trace, const Placement& placement
     std::vector<int>& seen = similar[{call.op, call.bytes, call.group, call.root, call.algorithm}];
     canonical_call_[static_cast<std::size_t>(c)] = c;
     for (int other : seen)
-      if (same_call(trace.collectives[static_cast<std::size_t>(other)], call)) {
+      if (trace.collectives[static_cast<std::size_t>(other)] == call) {
         canonical_call_[static_cast<std::size_t>(c)] = other;
         break;
       }
@@ -161,7 +154,9 @@ const PlannedSchedule& ReplayPlan::collective(int call, int subgroup) {
   const models::CollectiveSpec spec{c.op, allocation.ranks(), c.bytes, c.root};
   const models::CollectiveContext context{placement_.platform, allocation, c.options};
   try {
-    models::Schedule schedule = models::AlgorithmRegistry::instance().get(c.algorithm).make()->lower(spec, context);
+    // lower_collective honours the call's compression (codec steps priced on the platform GPU).
+    const std::unique_ptr<models::Algorithm> algorithm = models::AlgorithmRegistry::instance().get(c.algorithm).make();
+    models::Schedule schedule = models::lower_collective(c.algorithm, *algorithm, spec, context);
     slot = &add(std::move(schedule), std::move(allocation));
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("{}: collectives[{}]", trace_.origin, call),
@@ -270,12 +265,13 @@ struct RankState {
 };
 
 /// SMs a started collective or send/recv holds on one member's GPU, from its start until that
-/// member is done.
+/// member is done; or, for a codec step of it (`codec`), the whole GPU while the step runs.
 struct Hold {
   Seconds begin = 0;
-  Seconds end = kNever;       ///< kNever until known (event backend: at member_done)
+  Seconds end = kNever;       ///< kNever until known (event backend: at member_done); codec: always known
   std::int32_t channels = 0;
-  std::int32_t instance = -1;
+  std::int32_t instance = -1; ///< the collective's instance; -1 for a codec step
+  bool codec = false;
 };
 
 /// A unit of pending work: run a rank's CPU (stream < 0) or advance one of its streams.
@@ -388,7 +384,11 @@ struct ReplayCore::Impl {
   Seconds reach(int rank, int s, int target, int decided, int depth) const;
   /// Lower bound on when `rank`'s CPU issues its next op.
   Seconds cpu_floor(int rank, int decided) const;
-  void add_hold(int rank, const Hold& hold);
+  /// After holds were added to `rank`: drops those that can no longer matter and re-times its
+  /// parked kernels.
+  void holds_changed(int rank);
+  /// A codec step of `instance` runs on member `member`'s GPU over [begin, end).
+  void codec_busy(int instance, int member, Seconds begin, Seconds end);
   void push_parked(int rank, int except);
   void woken(ReplayBackend::Token token);
   /// Records a member's arrival; starts the schedule when it is the last. True when the
@@ -547,13 +547,14 @@ void ReplayCore::Impl::build_collectives() {
           }
           const int mine = program(rank).ops[static_cast<std::size_t>(ops[k])].collective;
           const int theirs = program(reference).ops[static_cast<std::size_t>(info(reference).group_ops[g][k])].collective;
-          if (mine != theirs && !same_call(t.collectives[static_cast<std::size_t>(mine)], t.collectives[static_cast<std::size_t>(theirs)]))
+          if (mine != theirs && t.collectives[static_cast<std::size_t>(mine)] != t.collectives[static_cast<std::size_t>(theirs)])
             throw ConfigError(t.origin,
                               fmt::format("mismatched collectives: #{} on group '{}' is {} on rank {} but {} on rank {}",
                                           k, group.name, describe(reference, info(reference).group_ops[g][k]),
                                           reference, describe(rank, ops[k]), rank),
                               "every member of a subgroup must issue the same collectives (op, size, root, "
-                              "algorithm and its options) in the same order: NCCL matches the k-th call of each");
+                              "algorithm and its options, compression included) in the same order: NCCL matches "
+                              "the k-th call of each");
         }
         Instance in;
         const int call = program(reference).ops[static_cast<std::size_t>(info(reference).group_ops[g][k])].collective;
@@ -650,7 +651,11 @@ std::string ReplayCore::Impl::describe(int rank, int op) const {
   std::string text = fmt::format("{}{} of {}", models::to_string(call.op), name, format_size(call.bytes));
   if (call.op == models::CollectiveOp::broadcast || call.op == models::CollectiveOp::reduce)
     text += fmt::format(" (root {})", call.root);
-  return text + fmt::format(" with {}", call.algorithm);
+  text += fmt::format(" with {}", call.algorithm);
+  const models::CompressionOptions& compression = call.options.compression;
+  if (!compression.codec.empty())
+    text += fmt::format(", compressed {} ({})", compression.codec, models::to_string(compression.mode));
+  return text;
 }
 
 // --- the state machine ------------------------------------------------------------------------
@@ -873,30 +878,36 @@ void ReplayCore::Impl::fired(int rank, OpId record) {
 ReplayCore::Impl::Timing ReplayCore::Impl::timed(int rank, Seconds begin, Seconds work) const {
   const std::vector<Hold>& list = holds[static_cast<std::size_t>(rank)];
   // The common cases first: nothing held at `begin` and nothing starting before the end.
-  std::int32_t held = 0;
+  bool held = false;
   Seconds next = kNever, open_from = kNever;
   for (const Hold& h : list) {
     if (h.end <= begin) continue;
     if (h.end == kNever) open_from = std::min(open_from, h.begin);
     if (h.begin <= begin) {
-      held += h.channels;
+      held = true;
       next = std::min(next, h.end);
     } else {
       next = std::min(next, h.begin);
     }
   }
-  if (held == 0 && begin + work <= next) return {begin + work, open_from < begin + work};
+  if (!held && begin + work <= next) return {begin + work, open_from < begin + work};
 
   // Piecewise: the work (isolated seconds) is consumed at (S - C) / S between the times C
-  // changes; only changes of C (after the cap) cut the work, so a kernel that overlaps no hold
-  // keeps begin + work to the bit.
+  // changes, and not at all while a codec step holds the GPU; only changes of that rate cut
+  // the work, so a kernel that overlaps no hold keeps begin + work to the bit.
   // A rank has a handful of holds at a time, so the next change is found by a scan.
   const int cap = sm_count - 1;
-  auto rate = [&](std::int32_t channels) {
+  auto rate_at = [&](Seconds when) {
+    std::int32_t channels = 0;
+    for (const Hold& h : list) {
+      if (h.begin > when || when >= h.end) continue;
+      if (h.codec) return 0.0;
+      channels += h.channels;
+    }
     return static_cast<double>(sm_count - std::min(channels, cap)) / sm_count;
   };
   Seconds at = begin, cursor = begin;
-  double speed = rate(held);
+  double speed = rate_at(begin);
   for (;;) {
     Seconds when = kNever;
     for (const Hold& h : list) {
@@ -904,11 +915,8 @@ ReplayCore::Impl::Timing ReplayCore::Impl::timed(int rank, Seconds begin, Second
       else if (h.end > cursor) when = std::min(when, h.end);
     }
     if (when == kNever) break;
-    std::int32_t after = 0;
-    for (const Hold& h : list)
-      if (h.begin <= when && when < h.end) after += h.channels;
     cursor = when;
-    const double next_speed = rate(after);
+    const double next_speed = rate_at(when);
     if (next_speed == speed) continue;
     const Seconds done = (when - at) * speed;
     if (work <= done) break;
@@ -916,7 +924,8 @@ ReplayCore::Impl::Timing ReplayCore::Impl::timed(int rank, Seconds begin, Second
     at = when;
     speed = next_speed;
   }
-  const Seconds finish = at + work / speed;
+  // Codec holds always end, so the rate after the last change is positive unless no work is left.
+  const Seconds finish = work > 0 ? at + work / speed : at;
   return {finish, open_from < finish};
 }
 
@@ -1001,9 +1010,8 @@ Seconds ReplayCore::Impl::cpu_floor(int rank, int decided) const {
   return o.stream < 0 || o.stream == decided ? kNever : rs.cpu;
 }
 
-void ReplayCore::Impl::add_hold(int rank, const Hold& hold) {
+void ReplayCore::Impl::holds_changed(int rank) {
   std::vector<Hold>& list = holds[static_cast<std::size_t>(rank)];
-  list.push_back(hold);
   // Holds that end before every kernel the rank may still start can no longer matter.
   const ProgramInfo& p = info(rank);
   Seconds earliest = kNever;
@@ -1050,12 +1058,29 @@ bool ReplayCore::Impl::arrive(int index, OpId me, Seconds at) {
     backend->start_collective(in.begin, schedule, static_cast<ReplayBackend::Token>(index));
     if (sm_count > 1 && schedule.channels > 0) {
       const std::vector<Seconds>* finish = backend->finish_offsets(schedule);
-      for (int m = 0; m < in.members; ++m)
-        add_hold(member(in, m).first, {in.begin, finish ? in.begin + (*finish)[static_cast<std::size_t>(m)] : kNever,
-                                       schedule.channels, index});
+      // Codec steps: known now where the backend fixes them, else reported by codec_busy.
+      const std::vector<std::vector<BusyInterval>>* codec =
+          schedule.compressed_piece_bytes > 0 ? backend->codec_offsets(schedule) : nullptr;
+      for (int m = 0; m < in.members; ++m) {
+        const int rank = member(in, m).first;
+        std::vector<Hold>& list = holds[static_cast<std::size_t>(rank)];
+        list.push_back({in.begin, finish ? in.begin + (*finish)[static_cast<std::size_t>(m)] : kNever,
+                        schedule.channels, index});
+        if (codec)
+          for (const BusyInterval& busy : (*codec)[static_cast<std::size_t>(m)])
+            list.push_back({in.begin + busy.begin, in.begin + busy.end, 0, -1, true});
+        holds_changed(rank);
+      }
     }
   }
   return false;
+}
+
+void ReplayCore::Impl::codec_busy(int instance, int m, Seconds begin, Seconds end) {
+  if (sm_count <= 1) return;
+  const int rank = member(instances[static_cast<std::size_t>(instance)], m).first;
+  holds[static_cast<std::size_t>(rank)].push_back({begin, end, 0, -1, true});
+  holds_changed(rank);
 }
 
 void ReplayCore::Impl::member_done(ReplayBackend::Token token, int m) {
@@ -1357,6 +1382,11 @@ void ReplayCore::run(ReplayBackend& backend) {
   callbacks.member_done = [&m](ReplayBackend::Token token, int member, Seconds now) {
     m.now = now;
     m.member_done(token, member);
+    m.drain();
+  };
+  callbacks.codec_busy = [&m](ReplayBackend::Token token, int member, Seconds begin, Seconds end, Seconds now) {
+    m.now = now;
+    m.codec_busy(static_cast<int>(token), member, begin, end);
     m.drain();
   };
   backend.wake_at(0, 0);

@@ -23,7 +23,11 @@
 /// SM interference (workloads/trace.hpp) makes a kernel's end depend on when collectives start
 /// and end on its rank. A started collective adds a hold to each member's GPU, whose end is
 /// known at the start where the backend fixes it then (ReplayBackend::finish_offsets) and
-/// otherwise at `member_done`. A kernel (or device copy) is timed piecewise over its rank's
+/// otherwise at `member_done`; a compressed collective also adds a whole-GPU hold per codec
+/// step, known at the start (ReplayBackend::codec_offsets) or reported by the backend before
+/// any callback after the step's begin (Callbacks::codec_busy). Such a step lies inside the
+/// member's own hold, whose end is unknown until the member is done, so the rule below never
+/// settles a kernel that a step reported later overlaps. A kernel (or device copy) is timed piecewise over its rank's
 /// known holds and is final when nothing unknown can change that: it ends by the backend's now
 /// (a start is found at a callback no later than it, so every start before now is known), or
 /// no hold of unknown end overlaps it and it ends by the rank's horizon, a lower bound on the
@@ -78,7 +82,8 @@ struct PlannedSchedule {
 /// @brief The prices of what a trace runs: kernels (models::kernel_cost on the platform's GPU),
 /// memcpys, and every collective and send/recv lowered once per distinct kind.
 ///
-/// Contract: collectives are lowered by their call's algorithm on the platform GPUs of the
+/// Contract: collectives are lowered by their call's algorithm with its options, compression
+/// included (models::lower_collective), on the platform GPUs of the
 /// subgroup (in subgroup order), once per (distinct call, subgroup): calls equal as
 /// CollectiveCall share a schedule, so a trace with one call per layer still lowers each size
 /// once. A send/recv of `bytes` is a two-rank `sendrecv` schedule (algorithm "direct") with the

@@ -26,7 +26,11 @@ namespace {
 /// Ordering: every request (wake_at, start_collective) gets a sequence number. What falls due
 /// at one instant (wakes, members done) is collected while SimGrid delivers that instant's
 /// flows and timers, then handed to the caller sorted by (request, member) once the instant
-/// has settled, so equal-time callbacks come in request order whatever SimGrid's order.
+/// has settled, so equal-time callbacks come in request order whatever SimGrid's order. Codec
+/// steps are reported (codec_busy) at the first settled instant after they were issued (at
+/// their ready time, or earlier for those a start requested from a callback issues at once),
+/// which comes no later than their end (a pending completion); at each instant they come
+/// before everything else, as the contract asks.
 class EventReplayBackend : public ReplayBackend {
  public:
   void declare(const models::Schedule& schedule, const Placement& placement) override {
@@ -123,6 +127,8 @@ class EventReplayBackend : public ReplayBackend {
     std::uint64_t seq = 0;
     int member = -1;   ///< -1: a wake
     Token token = 0;
+    bool codec = false;          ///< a codec step of `member` over [begin, end)
+    Seconds begin = 0, end = 0;
   };
 
   void check_time(Seconds at, const char* what) const {
@@ -150,6 +156,11 @@ class EventReplayBackend : public ReplayBackend {
       timers_.emplace(next_timer_, Timer{request.seq, request.token, member, base});
       network.start_timer(request.at + prepared.launch_latency(), next_timer_++);
     }
+    const std::uint64_t seq = request.seq;
+    const Token token = request.token;
+    collective.instance.on_codec([this, seq, token](int endpoint, Seconds begin, Seconds end) {
+      if (end > begin) due_.push_back({seq, endpoint, token, true, begin, end});
+    });
     collective.instance.start();
   }
 
@@ -180,11 +191,16 @@ class EventReplayBackend : public ReplayBackend {
   void dispatch(const Callbacks& callbacks, Seconds now) {
     std::vector<Due> due;
     due.swap(due_);
-    std::sort(due.begin(), due.end(),
-              [](const Due& a, const Due& b) { return a.seq != b.seq ? a.seq < b.seq : a.member < b.member; });
+    // Stable: a member's codec steps keep the order in which they were issued.
+    std::stable_sort(due.begin(), due.end(), [](const Due& a, const Due& b) {
+      if (a.codec != b.codec) return a.codec;
+      return a.seq != b.seq ? a.seq < b.seq : a.member < b.member;
+    });
     now_ = now;
     for (const Due& d : due) {
-      if (d.member < 0)
+      if (d.codec) {
+        if (callbacks.codec_busy) callbacks.codec_busy(d.token, d.member, d.begin, d.end, now);
+      } else if (d.member < 0)
         callbacks.woken(d.token, now);
       else
         callbacks.member_done(d.token, d.member, now);

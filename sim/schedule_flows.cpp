@@ -106,9 +106,10 @@ void ScheduleFlows::Instance::issue_sends(int pair, int rep, Seconds now) {
     const int s = index.send_order[k];
     const PreparedStep& step = round.steps[s];
     const std::uint64_t tag = index.first_tag + static_cast<std::uint64_t>(rep) * round.steps.size() + s;
-    if (step.codec)
+    if (step.codec) {
       network_.finish_at(now + step.codec_time, tag_base_ + tag);
-    else
+      if (codec_started_) codec_started_(step.src, now, now + step.codec_time);
+    } else
       network_.start_flow(now + prepared.step_latency(step), flows_.endpoint_hosts_[step.src],
                           flows_.endpoint_hosts_[step.dst], flow_bytes(prepared, step), tag_base_ + tag);
   }

@@ -61,6 +61,11 @@ class ScheduleFlows {
     /// @brief The flow tagged `tag` (of this instance) finished at `now`: issues what became
     /// ready and calls `endpoint_done(endpoint)` for each endpoint whose last step it was.
     void flow_done(std::uint64_t tag, Seconds now, const std::function<void(int endpoint)>& endpoint_done);
+    /// @brief Calls `started(endpoint, begin, end)` for every codec step as it is issued
+    /// (`begin` its ready time, `end` = begin + codec_time), before its completion comes back.
+    void on_codec(std::function<void(int endpoint, Seconds begin, Seconds end)> started) {
+      codec_started_ = std::move(started);
+    }
     const ScheduleFlows& flows() const { return flows_; }
     bool finished() const { return finished_steps_ == flows_.total_steps_; }
     /// @brief Per endpoint, when its last step finished (start + launch_latency when it has none).
@@ -88,6 +93,7 @@ class ScheduleFlows {
     std::vector<std::int64_t> remaining_;   ///< per endpoint, steps not finished yet
     std::vector<Seconds> finish_;
     std::uint64_t finished_steps_ = 0;
+    std::function<void(int endpoint, Seconds begin, Seconds end)> codec_started_;
   };
 
  private:

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "models/compression/compressed_schedules.hpp"
 #include "platforms/config_error.hpp"
 
 namespace stepsim::workloads {
@@ -144,6 +145,13 @@ class Validator {
       names += (names.empty() ? "" : ", ") + info->name;
     }
     if (!known) fail(where, "unknown algorithm '" + call.algorithm + "'", "use one of: " + names);
+    const models::CompressionOptions& compression = call.options.compression;
+    if (compression.codec.empty()) return;
+    models::parse_codec(compression.codec, t_.origin + ": " + where + " compression");
+    if (!(compression.threshold >= 0))
+      fail(where, fmt::format("compression threshold {} is negative", compression.threshold), "use a size >= 0");
+    const std::string why = models::compression_unsupported(compression, call.algorithm, call.op);
+    if (!why.empty()) fail(where, why, "use the ring algorithm, or point-to-point compression");
   }
 
   void check_stream(int rank, int p, int i, int stream, bool optional) const {

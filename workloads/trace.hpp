@@ -28,8 +28,10 @@
 /// `channels` SMs of that member's GPU; concurrent holds add up, to at most S - 1 of the GPU's
 /// S = sm_count SMs. While C SMs are held, a kernel or device-to-device copy progresses at
 /// (S - C) / S of its isolated rate: its isolated duration is work, consumed piecewise as C
-/// changes. Collectives are not slowed, nor are host copies (copy engines), nor kernels by each
-/// other. This is the SM share only: Lee et al. 2025 (arXiv:2507.03114) measure 18.9 % mean
+/// changes. A compressed collective's codec steps (compress / decompress kernels,
+/// models/compression/) take the whole GPU while they run: kernels and device copies make no
+/// progress then, so the GPU's codec work is charged to compute in full. Collectives are not
+/// slowed, nor are host copies (copy engines), nor kernels by each other. This is the SM share only: Lee et al. 2025 (arXiv:2507.03114) measure 18.9 % mean
 /// and 40 % worst compute slowdown under overlap, which also includes HBM and power contention.
 ///
 /// Compact form: ranks that run the same ops share one Program (`program_of_rank`), so an

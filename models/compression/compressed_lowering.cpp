@@ -31,6 +31,17 @@ Schedule with_error_note(Schedule s, const Codec& codec) {
 
 }  // namespace
 
+std::string compression_unsupported(const CompressionOptions& compression, const std::string& algorithm,
+                                    CollectiveOp op) {
+  if (compression.codec.empty() || compression.mode == CompressionMode::p2p) return "";
+  if (algorithm != "ring")
+    return "collective-level compression is Zhou et al.'s compressed ring; '" + algorithm + "' has no compressed form";
+  if (op != CollectiveOp::allgather && op != CollectiveOp::reduce_scatter && op != CollectiveOp::allreduce)
+    return std::string("collective-level compression covers allgather, reduce_scatter and allreduce, not ") +
+           to_string(op);
+  return "";
+}
+
 Schedule lower_collective(const std::string& name, const Algorithm& algorithm, const CollectiveSpec& spec,
                           const CollectiveContext& ctx) {
   const CompressionOptions& asked = ctx.options.compression;

@@ -27,6 +27,13 @@ constexpr Bytes kCompressedChunkBytes = 4.0 * 1024 * 1024;
 Schedule lower_collective(const std::string& name, const Algorithm& algorithm, const CollectiveSpec& spec,
                           const CollectiveContext& ctx);
 
+/// @brief Why lower_collective cannot apply `compression` to `op` lowered by `algorithm`, or ""
+/// when it can: collective-level compression is the compressed ring's (algorithm "ring";
+/// allgather, reduce-scatter, allreduce); p2p applies to any. For loaders that check a trace
+/// before lowering and name the key in their own words; the codec text is parse_codec's to check.
+std::string compression_unsupported(const CompressionOptions& compression, const std::string& algorithm,
+                                    CollectiveOp op);
+
 /// @brief Point-to-point compression: in every round with a transfer of at least `threshold`
 /// bytes between two ranks, each such transfer becomes compress (at the sender) -> compressed
 /// transfer -> decompress (at the receiver, accumulating when the transfer reduced), in three

@@ -28,6 +28,9 @@ constexpr Subcommand kSubcommands[] = {
      stepsim::cli::add_validate_command},
     {"calibrate", "Fit a platform's calibration factors to measurement files (least squares, holdout)",
      stepsim::cli::add_calibrate_command},
+    {"sweep", "Evaluate a sweep file's points in parallel, rank them, stream a CSV and plot (docs/sweep.md)",
+     stepsim::cli::add_sweep_command},
+    {"merge", "Join the result files of a sweep's shards into one", stepsim::cli::add_merge_command},
 };
 
 }  // namespace

@@ -92,6 +92,21 @@ struct Report {
       j["throughput"] = {{"item", trace.work.item}, {"per_gpu_per_s", throughput()}};
     }
     if (trace.work.model_flops_per_rank > 0) j["mfu_bf16"] = mfu();
+    if (!p.compression.empty()) {
+      nlohmann::json compression = nlohmann::json::array();
+      for (const auto& c : p.compression) {
+        nlohmann::json entry = {{"op", c.op},
+                                {"codec", c.codec},
+                                {"mode", c.mode},
+                                {"calls", c.calls},
+                                {"bytes", c.bytes},
+                                {"error_bound_per_call", c.error_bound_per_call},
+                                {"error_bound_per_iteration", c.error_bound}};
+        if (c.mode == "p2p") entry["threshold_bytes"] = c.threshold;
+        compression.push_back(entry);
+      }
+      j["compression"] = compression;
+    }
     return j;
   }
 
@@ -127,6 +142,12 @@ struct Report {
     for (const auto& l : links)
       out << fmt::format("  {:<28} {:<8} {:>10.3f} GB fwd {:>10.3f} GB bwd  {:5.1f} % busy\n", l.name, l.type,
                          l.bytes_forward / kGB, l.bytes_backward / kGB, 100 * l.utilisation);
+    if (!p.compression.empty())
+      out << "compression (max abs error bound, x the largest magnitude R of a collective's inputs):\n";
+    for (const auto& c : p.compression)
+      out << fmt::format("  {:<15} {} ({}{}): {} calls, {:.3f} GB; per call {:.3g} R, per iteration {:.3g} R\n", c.op,
+                         c.codec, c.mode, c.mode == "p2p" ? ", messages from " + format_size(c.threshold) : "",
+                         c.calls, c.bytes / kGB, c.error_bound_per_call, c.error_bound);
     for (const std::string& note : notes()) out << "note: " << note << "\n";
   }
 };

@@ -12,11 +12,13 @@
 /// for the last reduction. The collectives themselves run on their process group's NCCL stream.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "models/compression/compressed_schedules.hpp"
 #include "workloads/generators/transformer.hpp"
 #include "workloads/workload.hpp"
 
@@ -30,6 +32,15 @@ using platforms::YamlReader;
 enum class Strategy { full_shard, shard_grad_op, hybrid_shard, no_shard };
 enum class BackwardPrefetch { backward_pre, backward_post, none };
 
+/// @brief `fsdp.compression`: codecs for the parameter all-gathers and the gradient
+/// reduce-scatters (Zhou et al., IPDPS 2023; docs/compression.md), empty where they stay raw.
+struct FsdpCompression {
+  std::string allgather;         ///< CODEC[:k=v], with dtype set to the all-gathered values'
+  std::string reduce_scatter;    ///< likewise for the reduced gradients
+  models::CompressionMode mode = models::CompressionMode::collective;
+  Bytes threshold = 1024.0 * 1024;   ///< collective: smaller collectives stay raw; p2p: smaller messages
+};
+
 struct FsdpConfig {
   Strategy strategy = Strategy::full_shard;
   bool reshard_after_forward = true;
@@ -38,13 +49,97 @@ struct FsdpConfig {
   bool limit_all_gathers = false;
   Checkpointing checkpointing = Checkpointing::none;
   bool wrap_layers = true;   ///< one unit per transformer block plus the root; else one unit
+  std::string algorithm = "nccl";   ///< fsdp.collectives.algo: every FSDP collective's algorithm
+  int channels = 0;                 ///< fsdp.collectives.channels (0: the algorithm decides)
+  FsdpCompression compression;
 };
 
-FsdpConfig read_fsdp(const YAML::Node& doc, const YamlReader& reader) {
+/// @brief `fsdp.collectives: {algo, channels}`: what every collective of the iteration runs.
+void read_collectives(const YAML::Node& section, const YamlReader& reader, FsdpConfig& c) {
+  const YAML::Node node = section["collectives"];
+  if (!node) return;
+  if (!node.IsMap())
+    reader.fail("fsdp.collectives", node, "expected a section", "write e.g. collectives: {algo: ring, channels: 1}");
+  reader.check_keys(node, "fsdp.collectives", {"algo", "channels"});
+  if (const YAML::Node algo = node["algo"]) {
+    c.algorithm = reader.get_string(algo, "fsdp.collectives.algo");
+    std::vector<std::string> names;
+    for (const models::AlgorithmInfo* info : models::AlgorithmRegistry::instance().all()) names.push_back(info->name);
+    if (std::find(names.begin(), names.end(), c.algorithm) == names.end())
+      reader.fail("fsdp.collectives.algo", algo, "unknown algorithm '" + c.algorithm + "'",
+                  "use one of: " + platforms::join(names));
+  }
+  if (const YAML::Node channels = node["channels"]) c.channels = reader.get_int(channels, "fsdp.collectives.channels", 1);
+}
+
+/// @brief The codec text at `path` for collectives that carry `values`: parsed (unknown codecs,
+/// keys and values are ConfigErrors at that line), and for a codec that takes a `dtype`, given
+/// the values' dtype when the text leaves it out (a dtype that disagrees is an error: the ratio
+/// depends on it). `cast` narrows fp32 values only.
+std::string read_codec(const YAML::Node& node, const std::string& path, models::Dtype values, const YamlReader& reader) {
+  std::string text = reader.get_string(node, path);
+  const std::string where = reader.where(path, node);
+  models::parse_codec(text, where);   // unknown codecs, keys and values fail here, at the key's line
+  const std::string name = text.substr(0, text.find(':'));
+  const std::string dtype = models::to_string(values);
+  if (name == "cast" && values != models::Dtype::fp32)
+    reader.fail(path, node, fmt::format("cast narrows fp32 values, but these collectives carry {}", dtype),
+                "use another codec, or set the training dtype to fp32");
+  bool has_dtype = false;
+  for (const models::CodecParam& param : models::CodecRegistry::instance().get(name, where).params)
+    has_dtype = has_dtype || param.name == "dtype";
+  if (!has_dtype) return text;
+  const std::size_t colon = text.find(':');
+  const std::string params = colon == std::string::npos ? "" : "," + text.substr(colon + 1) + ",";
+  const std::size_t given = params.find(",dtype=");
+  if (given == std::string::npos) {
+    text += (colon == std::string::npos ? ":" : ",") + std::string("dtype=") + dtype;
+    models::parse_codec(text, where);   // a dtype the codec does not take (e.g. fp8) fails here
+    return text;
+  }
+  const std::string said = params.substr(given + 7, params.find(',', given + 1) - given - 7);
+  if (said != dtype)
+    reader.fail(path, node, fmt::format("the codec says dtype={} but these collectives carry {} values", said, dtype),
+                "drop dtype= (it follows the training dtypes), or change training.param_dtype / reduce_dtype");
+  return text;
+}
+
+/// @brief `fsdp.compression` (docs/fsdp.md); after read_collectives.
+void read_compression(const YAML::Node& section, const YamlReader& reader, const TrainingConfig& training,
+                      FsdpConfig& c) {
+  const YAML::Node node = section["compression"];
+  if (!node) return;
+  if (!node.IsMap())
+    reader.fail("fsdp.compression", node, "expected a section",
+                "write e.g. compression: {allgather: \"zfp:rate=8\", reduce_scatter: \"zfp:rate=8\"}");
+  reader.check_keys(node, "fsdp.compression", {"allgather", "reduce_scatter", "mode", "threshold"});
+  FsdpCompression& z = c.compression;
+  if (const YAML::Node n = node["allgather"]) z.allgather = read_codec(n, "fsdp.compression.allgather", training.param_dtype, reader);
+  if (const YAML::Node n = node["reduce_scatter"])
+    z.reduce_scatter = read_codec(n, "fsdp.compression.reduce_scatter", training.reduce_dtype, reader);
+  if (z.allgather.empty() && z.reduce_scatter.empty())
+    reader.fail("fsdp.compression", node, "no codec given: nothing would be compressed",
+                "add allgather: and/or reduce_scatter: with a codec, e.g. \"zfp:rate=8\"");
+  if (const YAML::Node n = node["mode"])
+    z.mode = reader.get_choice(n, "fsdp.compression.mode", {"collective", "p2p"}) == "p2p" ? models::CompressionMode::p2p
+                                                                                          : models::CompressionMode::collective;
+  if (const YAML::Node n = node["threshold"]) z.threshold = reader.get_size(n, "fsdp.compression.threshold");
+  if (c.strategy == Strategy::no_shard)
+    reader.fail("fsdp.compression", node, "NO_SHARD issues no all-gathers or reduce-scatters to compress",
+                "use a sharding strategy, or drop fsdp.compression");
+  const std::string why =
+      models::compression_unsupported({z.allgather, z.mode, z.threshold}, c.algorithm, models::CollectiveOp::allgather);
+  if (!why.empty())
+    reader.fail("fsdp.compression", node, fmt::format("{} (fsdp.collectives.algo is '{}')", why, c.algorithm),
+                "set fsdp.collectives: {algo: ring, channels: 1} (MVAPICH2-GDR's ring, as Zhou et al.), or "
+                "mode: p2p to compress the large messages of any algorithm");
+}
+
+FsdpConfig read_fsdp(const YAML::Node& doc, const YamlReader& reader, const TrainingConfig& training) {
   const YAML::Node section = reader.require(doc, "", "fsdp");
   reader.check_keys(section, "fsdp",
                     {"strategy", "reshard_after_forward", "forward_prefetch", "backward_prefetch", "limit_all_gathers",
-                     "activation_checkpointing", "wrap"});
+                     "activation_checkpointing", "wrap", "collectives", "compression"});
   FsdpConfig c;
   const YAML::Node strategy = reader.require(section, "fsdp", "strategy");
   const std::string s =
@@ -75,6 +170,8 @@ FsdpConfig read_fsdp(const YAML::Node& doc, const YamlReader& reader) {
   if (const YAML::Node n = section["activation_checkpointing"])
     c.checkpointing = read_checkpointing(n, "fsdp.activation_checkpointing", reader);
   if (const YAML::Node n = section["wrap"]) c.wrap_layers = reader.get_choice(n, "fsdp.wrap", {"layer", "model"}) == "layer";
+  read_collectives(section, reader, c);
+  read_compression(section, reader, training, c);
   return c;
 }
 
@@ -196,9 +293,29 @@ class FsdpEmitter {
     const int in = b_.event(prefix + ".nccl.in"), out = b_.event(prefix + ".nccl.out");
     b_.record(stream, in);
     b_.wait(nccl, in);
-    b_.collective(nccl, name, op, bytes, group);
+    b_.collective(nccl, name, op, bytes, group, c_.algorithm, options(op, bytes, group));
     b_.record(nccl, out);
     b_.wait(stream, out);
+  }
+
+  // The collective's algorithm options: fsdp.collectives' channels, and fsdp.compression's codec
+  // for the shard group's all-gathers / reduce-scatters (collective mode: those of at least the
+  // threshold; p2p: all, the threshold then deciding per message).
+  models::AlgorithmOptions options(CollectiveOp op, Bytes bytes, int group) {
+    models::AlgorithmOptions o;
+    o.channels = c_.channels;
+    const FsdpCompression& z = c_.compression;
+    const std::string& codec = op == CollectiveOp::allgather        ? z.allgather
+                               : op == CollectiveOp::reduce_scatter ? z.reduce_scatter
+                                                                    : kNone;
+    if (codec.empty() || group != shard_group_) return o;
+    if (z.mode == models::CompressionMode::collective && bytes < z.threshold) {
+      ++raw_small_;
+      return o;
+    }
+    o.compression = {codec, z.mode, z.threshold};
+    ++(op == CollectiveOp::allgather ? compressed_all_gathers_ : compressed_reduce_scatters_);
+    return o;
   }
 
   // FSDP unshard: NO_SHARD only casts its fp32 parameters to param_dtype; the others copy
@@ -363,6 +480,19 @@ class FsdpEmitter {
                         all_gathers_ / t_.gradient_accumulation, reduce_scatters_ / t_.gradient_accumulation,
                         all_reduces_ / t_.gradient_accumulation,
                         c_.wrap_layers ? "the root and the last block stay" : "the root stays"));
+    if (!c_.compression.allgather.empty() || !c_.compression.reduce_scatter.empty()) {
+      const FsdpCompression& z = c_.compression;
+      const int micro = t_.gradient_accumulation;
+      b_.note(fmt::format(
+          "compression ({} mode, Zhou et al.): {} of {} all-gathers per micro-batch with {}, {} of {} reduce-scatters "
+          "with {}; {}; codec steps take the whole GPU while they run (compute kernels wait)",
+          models::to_string(z.mode), compressed_all_gathers_ / micro, all_gathers_ / micro,
+          z.allgather.empty() ? "none" : z.allgather, compressed_reduce_scatters_ / micro, reduce_scatters_ / micro,
+          z.reduce_scatter.empty() ? "none" : z.reduce_scatter,
+          z.mode == models::CompressionMode::p2p
+              ? fmt::format("messages under {} stay raw", format_size(z.threshold))
+              : fmt::format("{} collective(s) under {} left raw", raw_small_ / micro, format_size(z.threshold))));
+    }
     b_.note(fmt::format("activation checkpointing {}: {} of {} forward kernels per block recomputed before its backward{}",
                         transformer::to_string(c_.checkpointing), layer.recompute.size(), layer.forward.size(),
                         c_.checkpointing == Checkpointing::selective
@@ -400,6 +530,9 @@ class FsdpEmitter {
   int last_reduction_ = -1;
   std::deque<int> free_events_;       ///< FSDP1 rate limiter queue
   int all_gathers_ = 0, reduce_scatters_ = 0, all_reduces_ = 0;
+  int compressed_all_gathers_ = 0, compressed_reduce_scatters_ = 0;
+  int raw_small_ = 0;                 ///< collectives left raw for being below the threshold
+  inline static const std::string kNone;
 };
 
 class FsdpGenerator : public Generator {
@@ -408,7 +541,7 @@ class FsdpGenerator : public Generator {
     reader.check_keys(doc, "", {"version", "kind", "description", "model", "training", "fsdp"});
     const ModelConfig model = read_model(doc, reader);
     const TrainingConfig training = read_training(doc, reader);
-    const FsdpConfig fsdp = read_fsdp(doc, reader);
+    const FsdpConfig fsdp = read_fsdp(doc, reader, training);
     return FsdpEmitter(model, training, fsdp, job, reader, doc).emit();
   }
 };

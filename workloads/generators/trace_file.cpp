@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "models/compression/compressed_schedules.hpp"
 #include "platforms/config_error.hpp"
 
 namespace stepsim::workloads {
@@ -503,7 +504,8 @@ class TraceParser {
   void read_collective(const OpNode& in, const Program& program, Entry& entry, Op& op) {
     reader_.check_keys(
         in.node, in.path,
-        {"collective", "stream", "name", "group", "size", "root", "algo", "channels", "chunk", "algo_params"});
+        {"collective", "stream", "name", "group", "size", "root", "algo", "channels", "chunk", "algo_params",
+         "compression", "compression_mode", "compression_threshold"});
     CollectiveCall call;
     const Value name = required(in, "collective");
     const std::string op_text = reader_.get_string(name.node, name.path);
@@ -540,11 +542,46 @@ class TraceParser {
         call.options.extra[key] = reader_.get_string(value.node, value.path);
       }
     }
+    read_compression(in, call);
     check_membership(entry, call, group_value);
     op.kind = OpKind::collective;
     op.stream = read_stream(in, program);
     op.name = read_name(in, models::to_string(call.op));
     op.collective = intern_collective(std::move(call));
+  }
+
+  // `compression: CODEC[:k=v]` with `compression_mode` and `compression_threshold`, as the
+  // collective command's --compression flags (docs/compression.md); checked here, where the
+  // line is known, rather than when the replay lowers the call.
+  void read_compression(const OpNode& in, CollectiveCall& call) const {
+    models::CompressionOptions& compression = call.options.compression;
+    const auto codec = field(in, "compression");
+    const auto mode = field(in, "compression_mode");
+    const auto threshold = field(in, "compression_threshold");
+    if (!codec) {
+      if (const auto stray = mode ? mode : threshold)
+        reader_.fail(stray->path, stray->node, "no codec to apply: the collective has no `compression`",
+                     "add e.g. compression: \"zfp:rate=8\", or drop this key");
+      return;
+    }
+    compression.codec = reader_.get_string(codec->node, codec->path);
+    models::parse_codec(compression.codec, reader_.where(codec->path, codec->node));
+    if (mode)
+      compression.mode = reader_.get_choice(mode->node, mode->path, {"collective", "p2p"}) == "p2p"
+                             ? models::CompressionMode::p2p
+                             : models::CompressionMode::collective;
+    if (threshold) {
+      if (compression.mode != models::CompressionMode::p2p)
+        reader_.fail(threshold->path, threshold->node,
+                     "compression_threshold applies to point-to-point compression only (messages below it stay raw)",
+                     "add compression_mode: p2p, or drop compression_threshold");
+      compression.threshold = reader_.get_size(threshold->node, threshold->path);
+    }
+    const std::string why = models::compression_unsupported(compression, call.algorithm, call.op);
+    if (!why.empty()) {
+      const Value& at = mode ? *mode : *codec;
+      reader_.fail(at.path, at.node, why, "set algo: ring, or compression_mode: p2p to compress any algorithm's large messages");
+    }
   }
 
   // Every rank of the entry must be in the group, and `root` within its subgroup.
@@ -580,6 +617,9 @@ class TraceParser {
     std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.op), call.bytes, call.group, call.root,
                                   call.algorithm, call.options.channels, call.options.chunk_bytes);
     for (const auto& [k, v] : call.options.extra) key += "|" + k + "=" + v;
+    const models::CompressionOptions& compression = call.options.compression;
+    if (!compression.codec.empty())
+      key += fmt::format("|{}|{}|{}", compression.codec, models::to_string(compression.mode), compression.threshold);
     auto [it, added] = collective_index_.try_emplace(key, static_cast<int>(trace_.collectives.size()));
     if (added) trace_.collectives.push_back(std::move(call));
     return it->second;

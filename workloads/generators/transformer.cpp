@@ -535,16 +535,17 @@ void ProgramBuilder::kernels(int stream, const std::string& prefix, const Kernel
   for (const Kernel& k : kernels) kernel(stream, prefix, k);
 }
 
-void ProgramBuilder::collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group) {
+void ProgramBuilder::collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group,
+                                const std::string& algorithm, const models::AlgorithmOptions& options) {
   const ProcessGroup& g = trace_.groups.at(static_cast<std::size_t>(group));
   if (g.subgroups.empty() || g.subgroups.front().size() < 2) return;
   CollectiveCall call;
   call.op = op;
   call.bytes = bytes;
   call.group = group;
-  auto it = std::find_if(trace_.collectives.begin(), trace_.collectives.end(), [&](const CollectiveCall& c) {
-    return c.op == call.op && c.bytes == call.bytes && c.group == call.group;
-  });
+  call.algorithm = algorithm;
+  call.options = options;
+  auto it = std::find(trace_.collectives.begin(), trace_.collectives.end(), call);
   if (it == trace_.collectives.end()) it = trace_.collectives.insert(trace_.collectives.end(), call);
   gap();
   Op o;

@@ -140,9 +140,11 @@ class ProgramBuilder {
 
   void kernel(int stream, const std::string& prefix, const Kernel& kernel);
   void kernels(int stream, const std::string& prefix, const Kernels& kernels);
-  /// @brief Issues a collective on `group`; skipped (nothing issued) when the subgroups have
-  /// one rank, as NCCL then only copies locally.
-  void collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group);
+  /// @brief Issues a collective on `group` with `algorithm` and its options (compression
+  /// included); skipped (nothing issued) when the subgroups have one rank, as NCCL then only
+  /// copies locally.
+  void collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group,
+                  const std::string& algorithm = "nccl", const models::AlgorithmOptions& options = {});
   void record(int stream, int event);
   void wait(int stream, int event);
   void sync_event(int event);
