@@ -11,7 +11,7 @@ namespace stepsim::validation {
 namespace {
 
 constexpr int kLeft = 72, kRight = 24, kTop = 56, kBottom = 52;  // margins in px
-constexpr double kCharWidth = 6.5;                               // px per character at 12 px, for layout
+constexpr double kCharWidth = 6.5, kUpperWidth = 8.5;            // px per character at 12 px, for layout
 
 bool showable(PlotAxis axis, double v) {
   return std::isfinite(v) && (axis == PlotAxis::linear || axis == PlotAxis::categorical || v > 0);
@@ -24,6 +24,7 @@ double transform(PlotAxis axis, double v) {
     case PlotAxis::categorical: return v;
     case PlotAxis::log10: return std::log10(v);
     case PlotAxis::log2_bytes:
+    case PlotAxis::log2:
     case PlotAxis::ratio: return std::log2(v);
   }
   return v;
@@ -63,6 +64,7 @@ Scale exponent_scale(double lo, double hi, PlotAxis axis) {
     if (e % step != 0) continue;
     std::string label = axis == PlotAxis::log10    ? fmt::format("1e{}", e)
                         : axis == PlotAxis::ratio ? ratio_label(std::exp2(e))
+                        : axis == PlotAxis::log2  ? fmt::format("{:g}", std::exp2(e))
                                                   : format_size(std::exp2(e));
     s.ticks.push_back({static_cast<double>(e), label});
   }
@@ -125,6 +127,7 @@ Scale make_scale(PlotAxis axis, std::vector<double> values, bool include_one) {
       return ratio_scale(lo - pad, hi + pad);
     }
     case PlotAxis::log2_bytes:
+    case PlotAxis::log2:
     case PlotAxis::log10: {
       // Padding keeps the end markers off the frame.
       const double pad = std::max(0.3, 0.04 * (hi - lo));
@@ -255,7 +258,9 @@ std::string svg_plot(const Plot& plot) {
     if (!s.bars) out += marker_svg(s.marker, legend_x + 12, ly, s.color);
     out += fmt::format(R"(<text x="{:.1f}" y="{}">{}</text>)", legend_x + 30, ly + 4, xml_escape(s.name));
     out += "\n";
-    legend_x += 30 + kCharWidth * static_cast<double>(s.name.size()) + 18;
+    // Capitals are wider: legends of names such as FULL_SHARD would otherwise overlap.
+    const auto upper = std::count_if(s.name.begin(), s.name.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+    legend_x += 30 + kCharWidth * static_cast<double>(s.name.size()) + (kUpperWidth - kCharWidth) * upper + 18;
   }
   out += "</svg>";
   return out;

@@ -15,11 +15,12 @@
 namespace stepsim::validation {
 
 /// @brief How an axis maps values: `log2_bytes` (ticks at powers of two labelled 64KiB, 1GiB),
-/// `log10` (ticks at powers of ten labelled 1e9), `ratio` (log2, ticks labelled as the signed
+/// `log10` (ticks at powers of ten labelled 1e9), `log2` (ticks at powers of two labelled as
+/// numbers: 8, 16, 32, for counts such as GPUs), `ratio` (log2, ticks labelled as the signed
 /// error of a predicted / measured ratio: 0.5 -> -50 %), `linear` (1-2-5 ticks, from 0 for
 /// non-negative data), `categorical` (x only: value i is the slot of `Plot::categories[i]`,
 /// ticks labelled with the names).
-enum class PlotAxis { linear, log2_bytes, log10, ratio, categorical };
+enum class PlotAxis { linear, log2_bytes, log2, log10, ratio, categorical };
 
 /// @brief Marker shapes of a series.
 enum class PlotMarker { circle, square };

@@ -24,11 +24,6 @@ const std::vector<std::string> kCollectiveFields = {
     "engine",   "root",     "channels", "chunk", "compression", "compression_mode", "compression_threshold"};
 const std::vector<std::string> kSimulateFields = {"platform", "workload", "gpus", "nodes", "fabric", "engine"};
 
-// Base fields whose values are sizes: ranges over them are written 64KiB, not 65536.
-bool size_field(const std::string& param) {
-  return param == "size" || param == "chunk" || param == "compression_threshold";
-}
-
 std::vector<std::string> required_fields(SweepKind kind) {
   return kind == SweepKind::collective ? std::vector<std::string>{"platform", "op", "size"}
                                        : std::vector<std::string>{"platform", "workload"};
@@ -137,7 +132,8 @@ class SweepReader {
       } else if (range) {
         a.values = read_range(range, path + ".range", a.param);
       } else {
-        reader_.fail(path, axis, "an axis needs `values` or `range`", "write `values: [...]` or `range: {from, to, factor}`");
+        reader_.fail(path, axis, "an axis needs `values` or `range`",
+                     "write `values: [...]` or `range: {from, to, factor}`");
       }
       if (a.values.empty())
         reader_.fail(path, axis, "empty axis: '" + a.param + "' takes no value", "list at least one value");
@@ -162,11 +158,8 @@ class SweepReader {
     if (factor ? by <= 1 : by <= 0)
       reader_.fail(path + (factor ? ".factor" : ".step"), factor ? factor : step,
                    factor ? "factor must be > 1" : "step must be > 0", "write e.g. factor: 2 or step: 1");
-    // A value written with a unit (or a size field) is listed as a size: 64KiB, not 65536.
-    const auto has_unit = [](const std::string& t) {
-      return std::any_of(t.begin(), t.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) && c != 'e'; });
-    };
-    const bool sizes = size_field(param) || has_unit(from_node.Scalar()) || has_unit(to_node.Scalar());
+    // A range over sizes lists sizes: 64KiB, not 65536.
+    const bool sizes = is_size_value(param, from_node.Scalar()) || is_size_value(param, to_node.Scalar());
     if (from == 0 && factor)
       reader_.fail(path + ".from", from_node, "a geometric range cannot start at 0", "start at a positive value");
     std::vector<std::string> values;
@@ -272,7 +265,8 @@ class SweepReader {
     // Times (`*_s`) are minimised, rates (`*_per_s`), bandwidths and the rest maximised,
     // unless the file says.
     const auto ends_with = [&](const std::string& suffix) {
-      return s.metric.size() >= suffix.size() && s.metric.compare(s.metric.size() - suffix.size(), suffix.size(), suffix) == 0;
+      return s.metric.size() >= suffix.size() &&
+             s.metric.compare(s.metric.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
     s.maximize = !ends_with("_s") || ends_with("_per_s");
     if (const YAML::Node rank = root_["rank"]) s.maximize = reader_.get_choice(rank, "rank", {"min", "max"}) == "max";
@@ -285,7 +279,8 @@ class SweepReader {
       s.group_by.push_back(axis_param(s, group, "group_by"));
       return;
     }
-    if (!group.IsSequence()) reader_.fail("group_by", group, "expected an axis or a list of axes", "write `group_by: [size]`");
+    if (!group.IsSequence())
+      reader_.fail("group_by", group, "expected an axis or a list of axes", "write `group_by: [size]`");
     for (std::size_t i = 0; i < group.size(); ++i)
       s.group_by.push_back(axis_param(s, group[i], fmt::format("group_by[{}]", i)));
   }
@@ -346,6 +341,12 @@ const std::vector<std::string>& result_columns(SweepKind kind) {
                                                     "mfu_bf16",
                                                     "ops_replayed"};
   return kind == SweepKind::collective ? collective : simulate;
+}
+
+bool is_size_value(const std::string& param, const std::string& text) {
+  if (param == "size" || param == "chunk" || param == "compression_threshold") return true;
+  return std::any_of(text.begin(), text.end(),
+                     [](char c) { return std::isalpha(static_cast<unsigned char>(c)) && c != 'e'; });
 }
 
 bool is_numeric_column(const std::string& column) {

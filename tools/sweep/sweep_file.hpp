@@ -78,6 +78,10 @@ const std::vector<std::string>& base_fields(SweepKind kind);
 /// `channels_used` (`algo` and `channels` are inputs).
 const std::vector<std::string>& result_columns(SweepKind kind);
 
+/// @brief Whether values of `param` are sizes: a size field (`size`, `chunk`,
+/// `compression_threshold`) or `text` written with a unit (`64KiB`; `1e9` has none).
+bool is_size_value(const std::string& param, const std::string& text);
+
 /// @brief Whether a result column holds a number (so it can be a metric and a JSON number).
 bool is_numeric_column(const std::string& column);
 

@@ -13,6 +13,7 @@
 
 namespace stepsim::sweep {
 
+/// @brief The merged rows and what merging found.
 struct MergeResult {
   ResultTable table;
   int duplicates = 0;                          ///< identical rows collapsed

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -27,7 +26,7 @@ const SweepAxis& axis(const Sweep& sweep, const std::string& param) {
 
 /// The x axis a set of values asks for: categorical unless every value reads as a number.
 PlotAxis x_axis_for(const std::string& param, const std::vector<std::string>& values, std::vector<double>& numbers) {
-  bool units = param == "size" || param == "chunk" || param == "compression_threshold";
+  bool sizes = false;
   for (const std::string& v : values) {
     try {
       numbers.push_back(parse_size(v));
@@ -35,13 +34,16 @@ PlotAxis x_axis_for(const std::string& param, const std::vector<std::string>& va
       numbers.clear();
       return PlotAxis::categorical;
     }
-    units = units || std::any_of(v.begin(), v.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) && c != 'e'; });
+    sizes = sizes || is_size_value(param, v);
   }
   if (numbers.empty()) return PlotAxis::categorical;
   const auto [lo, hi] = std::minmax_element(numbers.begin(), numbers.end());
-  if (units && *lo > 0) return PlotAxis::log2_bytes;
-  if (*lo > 0 && *hi / *lo >= 64) return PlotAxis::log10;
-  return PlotAxis::linear;
+  if (*lo <= 0) return PlotAxis::linear;
+  if (sizes) return PlotAxis::log2_bytes;
+  // Counts that double (GPUs, nodes, channels) read best on powers of two.
+  const bool counts = std::all_of(numbers.begin(), numbers.end(), [](double v) { return v == std::floor(v); });
+  if (counts && *hi / *lo >= 8) return PlotAxis::log2;
+  return *hi / *lo >= 64 ? PlotAxis::log10 : PlotAxis::linear;
 }
 
 }  // namespace
@@ -79,8 +81,9 @@ std::string sweep_plot_svg(const Sweep& sweep, const ResultTable& table) {
   std::vector<std::string> others;
   for (const SweepAxis& a : sweep.axes)
     if (a.param != spec.x && a.param != spec.series) others.push_back(a.param);
-  plot.title = !spec.title.empty() ? spec.title
-                                   : fmt::format("{} by {}{}", spec.y, spec.x, spec.series.empty() ? "" : " and " + spec.series);
+  plot.title = !spec.title.empty()
+                   ? spec.title
+                   : fmt::format("{} by {}{}", spec.y, spec.x, spec.series.empty() ? "" : " and " + spec.series);
   if (!others.empty())
     plot.title += fmt::format(" ({} over {})", sweep.maximize ? "max" : "min", platforms::join(others));
   double y_lo = INFINITY, y_hi = 0;
@@ -90,9 +93,10 @@ std::string sweep_plot_svg(const Sweep& sweep, const ResultTable& table) {
   }
   plot.y_axis = y_lo > 0 && y_hi / y_lo >= 100 ? PlotAxis::log10 : PlotAxis::linear;
   double legend = 0;
+  const std::string label = spec.series.substr(spec.series.rfind('.') + 1);   // npos + 1 == 0
   for (std::size_t s = 0; s < series_names.size(); ++s) {
     validation::PlotSeries series;
-    series.name = series_names[s].empty() ? spec.y : spec.series + " " + series_names[s];
+    series.name = series_names[s].empty() ? spec.y : label + "=" + series_names[s];
     series.color = kColors[s % std::size(kColors)];
     series.marker = s / std::size(kColors) % 2 ? validation::PlotMarker::square : validation::PlotMarker::circle;
     series.bars = bars;
@@ -100,7 +104,7 @@ std::string sweep_plot_svg(const Sweep& sweep, const ResultTable& table) {
       const auto it = best.find({xs[i], series_names[s]});
       if (it != best.end()) series.points.emplace_back(bars ? static_cast<double>(i) : x_numbers[i], it->second);
     }
-    legend += 48 + 6.5 * static_cast<double>(series.name.size());
+    legend += 48 + 8.5 * static_cast<double>(series.name.size());   // an upper bound of svg_plot's layout
     plot.series.push_back(std::move(series));
   }
   // The legend is one row above the plot: widen the figure rather than clip it.

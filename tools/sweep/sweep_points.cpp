@@ -20,7 +20,8 @@ bool passes(const SweepFilter& f, const std::string& value) {
 
 std::string point_id(const Sweep& sweep, const std::vector<std::string>& values) {
   std::string canonical = to_string(sweep.kind);
-  for (const auto& [key, value] : point_settings(sweep, values)) canonical.append("\n").append(key).append("=").append(value);
+  for (const auto& [key, value] : point_settings(sweep, values))
+    canonical.append("\n").append(key).append("=").append(value);
   return stable_hash(canonical);
 }
 

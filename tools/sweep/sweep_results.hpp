@@ -16,6 +16,7 @@
 
 namespace stepsim::sweep {
 
+/// @brief CSV (.csv) or JSON Lines (.jsonl).
 enum class ResultFormat { csv, jsonl };
 
 /// @brief The format a file's extension names (.csv, .jsonl); ConfigError naming `flag`

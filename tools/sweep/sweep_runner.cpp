@@ -43,7 +43,7 @@ struct Worker {
   pid_t pid = -1;
   int fd = -1;
   std::vector<int> task;
-  std::vector<bool> reported;   ///< by position in task
+  std::size_t reported = 0;     ///< records received: a worker reports its task in order
   std::string buffer;           ///< bytes after the last complete record
 };
 
@@ -53,13 +53,19 @@ struct Worker {
   // A sweep killed with SIGKILL takes its workers with it; none outlives it to write stale rows.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(1);
-  PointEvaluator evaluator(sweep);
-  std::string record;
-  for (int position : task) {
-    record = std::to_string(position);
-    for (const std::string& value : evaluator.evaluate(points[position])) record.append("\x1f").append(one_line(value));
-    record += '\n';
-    if (!write_all(fd, record)) ::_exit(1);
+  try {
+    PointEvaluator evaluator(sweep);
+    std::string record;
+    for (int position : task) {
+      record = std::to_string(position);
+      for (const std::string& value : evaluator.evaluate(points[position]))
+        record.append("\x1f").append(one_line(value));
+      record += '\n';
+      if (!write_all(fd, record)) ::_exit(1);
+    }
+  } catch (...) {
+    // Never unwind into the parent's code that this child inherited; the parent reruns the rest.
+    ::_exit(1);
   }
   ::_exit(0);
 }
@@ -108,7 +114,6 @@ class Scheduler {
     Worker w;
     w.pid = pid;
     w.fd = fds[0];
-    w.reported.assign(task.size(), false);
     w.task = std::move(task);
     workers_.push_back(std::move(w));
   }
@@ -152,9 +157,10 @@ class Scheduler {
         at = sep + 1;
       }
       const int position = std::stoi(fields[0]);
+      if (w.reported >= w.task.size() || w.task[w.reported] != position)
+        throw std::logic_error("a sweep worker reported point " + fields[0] + " out of order");
+      ++w.reported;
       fields.erase(fields.begin());
-      const auto slot = std::find(w.task.begin(), w.task.end(), position) - w.task.begin();
-      w.reported.at(static_cast<std::size_t>(slot)) = true;
       record(points_[position], std::move(fields));
     }
     w.buffer.erase(0, start);
@@ -181,18 +187,19 @@ class Scheduler {
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     const std::string death = WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
                                                   : fmt::format("exit status {}", WEXITSTATUS(status));
-    for (std::size_t i = 0; i < w.task.size(); ++i) {
-      if (w.reported[i]) continue;
-      if (w.task.size() > 1) {
-        // Which point killed the worker is unknown: run each left-over point alone.
-        tasks_.push_front({w.task[i]});
-        continue;
-      }
-      std::vector<std::string> results(result_columns(sweep_.kind).size());
-      results.push_back(fmt::format("internal error: the evaluating process died ({}){}", death,
-                                    clean ? " without a result" : ""));
-      record(points_[w.task[i]], std::move(results));
+    if (w.reported == w.task.size()) return;
+    if (w.task.size() > 1) {
+      // Workers report in order, so the first unreported point is the one that killed it: it
+      // runs again alone (its own death becomes its row), the rest in a fresh worker.
+      std::vector<int> rest(w.task.begin() + static_cast<std::ptrdiff_t>(w.reported) + 1, w.task.end());
+      if (!rest.empty()) tasks_.push_front(std::move(rest));
+      tasks_.push_front({w.task[w.reported]});
+      return;
     }
+    std::vector<std::string> results(result_columns(sweep_.kind).size());
+    results.push_back(fmt::format("internal error: the evaluating process died ({}){}", death,
+                                  clean ? " without a result" : ""));
+    record(points_[w.task[0]], std::move(results));
   }
 
   const Sweep& sweep_;

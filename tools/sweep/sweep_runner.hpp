@@ -7,9 +7,10 @@
 /// result reaches the parent, so killing the sweep (even with SIGKILL) loses only points in
 /// flight. Analytical collectives run in `jobs` forked workers, each evaluating an
 /// interleaved share of them in-process with one platform cache; points that need a process
-/// of their own (needs_own_process) get one each, at most `jobs` at a time. A worker that
-/// dies has its unreported points run again one per process, and a point whose own process
-/// dies becomes a row whose error names the signal. With `resume`, rows already in the file
+/// of their own (needs_own_process) get one each, at most `jobs` at a time. When a worker
+/// dies, the point it was evaluating runs again in a process of its own and its unreported
+/// points in a new worker; a point whose own process dies becomes a row whose error names the
+/// signal. With `resume`, rows already in the file
 /// are kept (a half-written last line is cut off and its point run again); rows of points
 /// outside this sweep are a ConfigError. Without `resume` an existing output is a
 /// ConfigError. Row order in the file follows completion; the returned table is sorted by
@@ -21,6 +22,7 @@
 
 namespace stepsim::sweep {
 
+/// @brief How to run a sweep: parallelism, output file, resume, shard, progress bar.
 struct RunOptions {
   int jobs = 1;
   std::string out;            ///< result file (.csv, .jsonl), or empty to keep rows in memory

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -45,10 +46,16 @@ metric: busbw_GBps
 group_by: size
 )";
 
-std::string temp_dir() {
-  char dir[] = "/tmp/cli-sweep-XXXXXX";
-  return mkdtemp(dir);
-}
+/// A temporary directory, removed with everything in it when the test ends.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char name[] = "/tmp/cli-sweep-XXXXXX";
+    path = mkdtemp(name);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  operator const std::string&() const { return path; }
+};
 
 std::string write_file(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
@@ -83,7 +90,8 @@ pid_t start_stepsim(const std::vector<std::string>& args) {
 }
 
 TEST(CliSweep, KillNineThenResumeLosesAndRepeatsNoFinishedPoint) {
-  const std::string dir = temp_dir();
+  const TempDir temp;
+  const std::string& dir = temp;
   const std::string sweep = write_file(dir + "/slow.yaml", kSlowSweep), out = dir + "/out.csv";
   const pid_t pid = start_stepsim({"sweep", sweep, "--out", out, "--jobs", "2"});
   // Kill it (SIGKILL: no chance to clean up) once 10 rows are in the file.
@@ -140,8 +148,49 @@ TEST(CliSweep, KillNineThenResumeLosesAndRepeatsNoFinishedPoint) {
   EXPECT_EQ(resumed.out, full.out);
 }
 
+TEST(CliSweep, AWorkerKilledMidSweepLosesNoPoint) {
+  // 300 `algo: best` points (every algorithm lowered, a few ms each) shared by two workers.
+  const TempDir temp;
+  const std::string& dir = temp;
+  const std::string sweep = write_file(dir + "/best.yaml", R"(version: 1
+base:
+  collective: {platform: dgx1-v100, op: allreduce, algo: best}
+axes:
+  - param: gpus
+    values: ["0-1", "0-2", "0-3", "0-4", "0-5", "0-6", "0-7", "0,1,4", "0,1,2,4,5", "0,1,2,4,7"]
+  - param: size
+    range: {from: 1KiB, to: 512GiB, factor: 2}
+metric: time_s
+)");
+  const std::string out = dir + "/out.csv";
+  const pid_t pid = start_stepsim({"sweep", sweep, "--out", out, "--jobs", "2"});
+  const std::string children = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children";
+  pid_t worker = 0;
+  while (worker == 0 && waitpid(pid, nullptr, WNOHANG) == 0) {
+    if (complete_lines(out).size() > 5) std::ifstream(children) >> worker;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GT(worker, 0) << "the sweep ended before a worker could be killed";
+  // Both workers are mid-way through their 150 points, so the kill lands on a busy one.
+  ASSERT_LT(complete_lines(out).size(), 200u);
+  ASSERT_EQ(kill(worker, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::vector<std::string> lines = complete_lines(out);
+  ASSERT_EQ(lines.size(), 301u);
+  std::set<std::string> ids;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    ids.insert(lines[i].substr(0, lines[i].find(',')));
+    // The point the worker was evaluating ran again on its own and succeeded.
+    EXPECT_EQ(lines[i].back(), ',') << lines[i];
+  }
+  EXPECT_EQ(ids.size(), 300u);
+}
+
 TEST(CliSweep, RanksPlotsAndMergesShards) {
-  const std::string dir = temp_dir();
+  const TempDir temp;
+  const std::string& dir = temp;
   const std::string sweep = write_file(dir + "/fast.yaml", kFastSweep);
   const RunResult all = run_stepsim({"sweep", sweep, "--out", dir + "/all.csv", "--plot", dir + "/all.svg"});
   ASSERT_EQ(all.exit_code, 0) << all.err;
@@ -169,7 +218,8 @@ TEST(CliSweep, RanksPlotsAndMergesShards) {
 }
 
 TEST(CliSweep, BadInputExitsWith2AndSaysWhereAndHowToFix) {
-  const std::string dir = temp_dir();
+  const TempDir temp;
+  const std::string& dir = temp;
   const std::string good = write_file(dir + "/good.yaml", kFastSweep);
   std::string unknown_key = kFastSweep;
   unknown_key.replace(unknown_key.find("group_by"), 8, "groupby");

@@ -82,7 +82,7 @@ TEST(SweepReport, NumericAxesGiveLinesOnALogSizeAxis) {
   EXPECT_NE(svg.find(">times</text>"), std::string::npos);
   EXPECT_NE(svg.find(">size</text>"), std::string::npos);     // x label
   EXPECT_NE(svg.find(">time_s</text>"), std::string::npos);   // y label
-  for (const char* legend : {">algo ring</text>", ">algo tree</text>", ">algo rhd</text>"})
+  for (const char* legend : {">algo=ring</text>", ">algo=tree</text>", ">algo=rhd</text>"})
     EXPECT_NE(svg.find(legend), std::string::npos) << legend;
   EXPECT_NE(svg.find(">1MiB</text>"), std::string::npos);     // a binary-size tick
   EXPECT_NE(svg.find(">1e-3</text>"), std::string::npos);     // times span 1e-6..1 s: log10 y axis

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "platforms/config_error.hpp"
@@ -18,9 +19,18 @@ const std::vector<std::vector<std::string>> kRows = {
     {"00000000000000cc", "2", "0-7", "nccl", "0.1", "1073741824", "nccl", ""},
 };
 
+/// A fresh file name in this test program's directory (removed when the program ends).
 std::string temp_path(const std::string& extension) {
-  char dir[] = "/tmp/sweep-results-XXXXXX";
-  return std::string(mkdtemp(dir)) + "/r" + extension;
+  struct Dir {
+    std::string path;
+    ~Dir() { std::filesystem::remove_all(path); }
+  };
+  static Dir dir = [] {
+    char name[] = "/tmp/sweep-results-XXXXXX";
+    return Dir{mkdtemp(name)};
+  }();
+  static int files = 0;
+  return dir.path + "/r" + std::to_string(files++) + extension;
 }
 
 std::string write(const std::string& extension, const std::string& tail = "") {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -60,6 +61,7 @@ RunSummary run(const Sweep& sweep, const std::string& out, int jobs = 2, bool re
 
 class SweepRunner : public ::testing::Test {
  protected:
+  void TearDown() override { std::filesystem::remove_all(dir_); }
   Sweep sweep_ = parse_sweep(kSweep, "s.yaml");
   std::string dir_ = temp_dir();
 };
