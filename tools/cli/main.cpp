@@ -31,6 +31,10 @@ constexpr Subcommand kSubcommands[] = {
     {"sweep", "Evaluate a sweep file's points in parallel, rank them, stream a CSV and plot (docs/sweep.md)",
      stepsim::cli::add_sweep_command},
     {"merge", "Join the result files of a sweep's shards into one", stepsim::cli::add_merge_command},
+    {"tuner-table", "Best predicted NCCL algorithm/protocol/channels per op and size range, as CSV (docs/sweep.md)",
+     stepsim::cli::add_tuner_table_command},
+    {"rank-sharding", "Rank DLRM embedding sharding plans (every planner, exhaustive when small) by iteration time",
+     stepsim::cli::add_rank_sharding_command},
 };
 
 }  // namespace

@@ -49,6 +49,16 @@ std::vector<BadInput> catalogue() {
       {"disconnected_topology", with({"collective", fixture("disconnected.yaml")}, ar), {"disconnected.yaml", "gpu"}},
       {"import_garbage_topo", {"import", "nvidia-smi-topo", fixture("malformed.yaml")}, {"malformed.yaml"}},
       {"no_subcommand", {}, {"subcommand"}},
+      {"tuner_table_min_above_max", {"tuner-table", "dgx-a100", "--min", "4KiB", "--max", "1KiB"}, {"--max", "--min"}},
+      {"tuner_table_bad_size", {"tuner-table", "dgx-a100", "--min", "lots"}, {"--min", "lots"}},
+      {"tuner_table_unknown_algo", {"tuner-table", "dgx-a100", "--algos", "warp"}, {"--algo", "warp", "nccl"}},
+      {"tuner_table_one_gpu", {"tuner-table", "dgx-a100", "--gpus", "0"}, {"--gpus", "2 or more"}},
+      {"rank_sharding_unknown_planner", {"rank-sharding", "dgx-a100", "dlrm-criteo-1tb", "--planners", "best"},
+       {"--planners", "size_greedy"}},
+      {"rank_sharding_not_dlrm", {"rank-sharding", "dgx-a100", "llama3-8b"}, {"llama3-8b", "dlrm"}},
+      {"dlrm_placement_wrong_length",
+       {"simulate", "dgx-a100", "dlrm-criteo-1tb", "-p", "workload.sharding.placement=[0,1]"},
+       {"sharding.placement", "26 tables"}},
   };
 }
 

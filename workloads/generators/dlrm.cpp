@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <map>
 #include <numeric>
+#include <sstream>
 
 #include "platforms/config_error.hpp"
 #include "workloads/generators/dlrm_sharding.hpp"
@@ -142,6 +143,7 @@ struct DlrmConfig {
   std::string plan = "table_wise";
   std::string planner = "size_lookup_greedy";
   std::uint64_t seed = 0;
+  std::vector<int> placement;        // table_wise: the rank of every table, instead of the planner
   bool bottom_on_rank0 = false;
   Bytes memory_reserve = 2.0 * 1024 * 1024 * 1024;
 };
@@ -318,7 +320,7 @@ class ConfigReader {
 
   void read_sharding(const YAML::Node& s) {
     const std::string path = "sharding";
-    r_.check_keys(s, path, {"plan", "planner", "seed", "bottom_mlp", "memory_reserve"});
+    r_.check_keys(s, path, {"plan", "planner", "seed", "placement", "bottom_mlp", "memory_reserve"});
     if (s["plan"]) c_.plan = r_.get_choice(s["plan"], path + ".plan", kPlans);
     std::vector<std::string> planners;
     for (const PlannerInfo& p : sharding_planners()) planners.push_back(p.name);
@@ -335,6 +337,41 @@ class ConfigReader {
                 "use plan: table_wise or column_wise, or bottom_mlp: data_parallel");
     }
     if (s["memory_reserve"]) c_.memory_reserve = r_.get_size(s["memory_reserve"], path + ".memory_reserve");
+    if (s["placement"]) read_placement(s["placement"], path + ".placement");
+  }
+
+  /// A YAML list of ranks, or (as `-p workload.sharding.placement=[0,1,1,0]` sets it) one
+  /// string of comma-separated ranks, optionally in brackets. Ranks are checked against the
+  /// job by plan_sharding.
+  void read_placement(const YAML::Node& node, const std::string& path) {
+    const std::string fix = "give one rank per table in model.tables order, e.g. placement: [0, 1, 1, 0]";
+    if (node.IsSequence()) {
+      for (std::size_t i = 0; i < node.size(); ++i)
+        c_.placement.push_back(r_.get_int(node[i], path + "[" + std::to_string(i) + "]", 0));
+    } else if (node.IsScalar()) {
+      std::string text = node.Scalar();
+      if (text.size() >= 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+      std::stringstream in(text);
+      for (std::string item; std::getline(in, item, ',');) {
+        try {
+          std::size_t used = 0;
+          const int rank = std::stoi(item, &used);
+          if (item.find_first_not_of(" ", used) != std::string::npos || rank < 0) throw std::invalid_argument(item);
+          c_.placement.push_back(rank);
+        } catch (const std::exception&) {
+          r_.fail(path, node, "'" + item + "' is not a rank (a whole number >= 0)", fix);
+        }
+      }
+    } else {
+      r_.fail(path, node, "expected a list of ranks", fix);
+    }
+    if (c_.placement.size() != c_.tables.size())
+      r_.fail(path, node,
+              std::to_string(c_.placement.size()) + " ranks for " + std::to_string(c_.tables.size()) + " tables",
+              fix);
+    if (c_.plan != "table_wise")
+      r_.fail(path, node, "a placement puts whole tables on ranks, but the plan is " + c_.plan,
+              "use plan: table_wise, or drop the placement");
   }
 
   const YAML::Node& doc_;
@@ -520,6 +557,7 @@ class DlrmBuilder {
     request.ranks = n_;
     request.planner = c_.planner;
     request.seed = c_.seed;
+    request.placement = c_.placement;
     request.gpu_memory = job_.platform.gpu().memory;
     request.memory_reserve = c_.memory_reserve;
     request.gpu_name = job_.platform.gpu().name;
@@ -799,6 +837,7 @@ class DlrmBuilder {
                                                                                       : "whole tables do not fit") +
                                    ")";
     notes.push_back(plan + "; per rank: " + describe_ranks());
+    if (plan_.kind == ShardingKind::table_wise) notes.push_back(describe_placement());
     if (n_ > 1 && (plan_.kind == ShardingKind::table_wise || plan_.kind == ShardingKind::column_wise)) {
       const std::vector<Bytes> s = a2a_shares();
       if (std::any_of(s.begin(), s.end(), [&](Bytes si) { return si != s.front(); }))
@@ -824,6 +863,23 @@ class DlrmBuilder {
     notes.push_back("not modelled: TorchRec's input all-to-all of indices (its pipeline overlaps it with the previous "
                     "iteration; NVIDIA's loader reads each GPU's indices directly), AMP casts and loss scaling, "
                     "the data loader");
+  }
+
+  /// The rank of every table and each rank's embedding lookup bytes per iteration, in the
+  /// fixed form tools/cli/rank_sharding.cpp reads ("placement: [...]; lookup bytes: [...]").
+  std::string describe_placement() const {
+    std::vector<int> rank_of(c_.tables.size());
+    std::vector<double> lookup(static_cast<std::size_t>(n_), 0);
+    for (int r = 0; r < n_; ++r)
+      for (int t : plan_.tables_of_rank[static_cast<std::size_t>(r)]) {
+        const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
+        rank_of[static_cast<std::size_t>(t)] = r;
+        lookup[static_cast<std::size_t>(r)] += lookup_batch_ * table.pooling * table.dim * table.element_bytes;
+      }
+    std::string ranks, bytes;
+    for (std::size_t t = 0; t < rank_of.size(); ++t) ranks += (t ? "," : "") + std::to_string(rank_of[t]);
+    for (std::size_t r = 0; r < lookup.size(); ++r) bytes += (r ? "," : "") + std::to_string(std::llround(lookup[r]));
+    return "table placement (usable as sharding.placement): [" + ranks + "]; lookup bytes per rank: [" + bytes + "]";
   }
 
   std::string describe_ranks() const {

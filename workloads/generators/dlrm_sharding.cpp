@@ -204,6 +204,25 @@ std::vector<std::vector<int>> table_wise(const ShardingRequest& request) {
   return greedy(request, cost);
 }
 
+/// An explicit placement: whole tables only, one in-range rank per table.
+void check_placement(const ShardingRequest& request) {
+  const std::string where = request.where + ": placement";
+  if (request.kind != ShardingKind::table_wise)
+    throw ConfigError(where, std::string("places whole tables, but the plan is ") + to_string(request.kind),
+                      "use plan: table_wise with a placement, or drop the placement");
+  if (request.placement.size() != request.tables.size())
+    throw ConfigError(where,
+                      "has " + std::to_string(request.placement.size()) + " entries for " +
+                          std::to_string(request.tables.size()) + " tables",
+                      "give one rank per table, in the order of model.tables");
+  for (std::size_t t = 0; t < request.placement.size(); ++t)
+    if (request.placement[t] < 0 || request.placement[t] >= request.ranks)
+      throw ConfigError(where + "[" + std::to_string(t) + "]",
+                        "rank " + std::to_string(request.placement[t]) + " is not a rank of this " +
+                            std::to_string(request.ranks) + "-rank job",
+                        "use ranks 0.." + std::to_string(request.ranks - 1));
+}
+
 }  // namespace
 
 const char* to_string(ShardingKind kind) {
@@ -259,7 +278,14 @@ ShardingPlan plan_sharding(const ShardingRequest& request) {
   ShardingPlan plan;
   plan.kind = request.kind;
   plan.ranks = request.ranks;
-  if (request.kind == ShardingKind::table_wise) {
+  if (!request.placement.empty()) {
+    check_placement(request);
+    plan.planner = "placement";
+    plan.tables_of_rank.assign(static_cast<std::size_t>(request.ranks), {});
+    for (std::size_t t = 0; t < request.placement.size(); ++t)
+      plan.tables_of_rank[static_cast<std::size_t>(request.placement[t])].push_back(static_cast<int>(t));
+    plan.bytes_of_rank = table_wise_bytes(request.tables, plan.tables_of_rank);
+  } else if (request.kind == ShardingKind::table_wise) {
     const auto names = planner_names();
     if (std::find(names.begin(), names.end(), request.planner) == names.end())
       throw ConfigError(request.where, "unknown planner '" + request.planner + "'",

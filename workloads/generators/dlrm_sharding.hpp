@@ -48,6 +48,9 @@ struct ShardingRequest {
   ShardingKind kind = ShardingKind::table_wise;
   std::string planner = "size_lookup_greedy";   ///< table_wise only; one of sharding_planners()
   std::uint64_t seed = 0;                       ///< the `random` planner's seed
+  /// table_wise only: when not empty, the rank of every table (one entry per table), used
+  /// instead of the planner; the plan's planner is then "placement".
+  std::vector<int> placement;
   Bytes gpu_memory = 0;                         ///< per GPU; 0 = no memory check
   Bytes memory_reserve = 0;                     ///< kept free for context, workspaces, activations
   std::string gpu_name;                         ///< for the memory error message
@@ -73,8 +76,9 @@ struct ShardingPlan {
 };
 
 /// @brief Splits `request.tables` over `request.ranks`; throws ConfigError naming
-/// `request.where` for an unknown planner, an empty or invalid table, or a rank whose tables
-/// do not fit.
+/// `request.where` for an unknown planner, an empty or invalid table, a placement of the wrong
+/// length, with a rank out of range or with a kind other than table_wise, or a rank whose
+/// tables do not fit.
 ShardingPlan plan_sharding(const ShardingRequest& request);
 
 }  // namespace stepsim::workloads
