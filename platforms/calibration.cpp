@@ -42,6 +42,12 @@ const std::vector<std::string>& calibrated_algorithm_names() {
   return names;
 }
 
+const std::vector<std::string>& calibrated_codec_names() {
+  // Every codec registered in models/compression (its codec_test checks this list covers them).
+  static const std::vector<std::string> names = {"cast", "mpc", "quant", "zfp"};
+  return names;
+}
+
 double Calibration::algorithm_efficiency_scale(const std::string& algo) const {
   auto it = algorithms.find(algo);
   return it == algorithms.end() ? 1.0 : it->second;
@@ -63,7 +69,7 @@ Calibration read_calibration(const YamlReader& reader, const YAML::Node& section
   Calibration c;
   if (!section.IsMap()) reader.fail(path, section, "expected a map", "write the section `stepsim calibrate` produces");
   // `report` is the fit's record for readers (method, residuals); models never read it.
-  reader.check_keys(section, path, {"links", "algorithms", "protocols", "gemm_efficiency", "fitted", "report"});
+  reader.check_keys(section, path, {"links", "algorithms", "protocols", "gemm_efficiency", "codecs", "fitted", "report"});
   if (YAML::Node links = section["links"])
     read_named(reader, links, path + ".links", kLinkTypeNames, [&](const std::string& name, const YAML::Node& n, const std::string& p) {
       reader.check_keys(n, p, {"bandwidth_scale", "latency_scale"});
@@ -91,6 +97,13 @@ Calibration read_calibration(const YamlReader& reader, const YAML::Node& section
                  const double e = read_factor(reader, n, p);
                  if (e > 1) reader.fail(p, n, "an efficiency is a fraction of peak, got " + n.Scalar(), "write a value in (0, 1]");
                  c.gemm_efficiency[name] = e;
+               });
+  if (YAML::Node codecs = section["codecs"])
+    read_named(reader, codecs, path + ".codecs", calibrated_codec_names(),
+               [&](const std::string& name, const YAML::Node& n, const std::string& p) {
+                 reader.check_keys(n, p, {"throughput_scale"});
+                 c.codec_throughput_scale[name] =
+                     read_factor(reader, reader.require(n, p, "throughput_scale"), p + ".throughput_scale");
                });
   if (YAML::Node fitted = section["fitted"]) {
     const std::string p = path + ".fitted";

@@ -43,6 +43,7 @@ struct Calibration {
   std::map<std::string, double> algorithms;           ///< link type name (nvlink pcie inter_socket network)
   std::map<std::string, ProtocolCalibration> protocols;  ///< LL, LL128, Simple
   std::map<std::string, double> gemm_efficiency;         ///< dtype (fp32 tf32 fp16 bf16 fp8) -> fraction of peak
+  std::map<std::string, double> codec_throughput_scale;  ///< codec name (zfp, mpc, cast, quant) -> multiplier
   std::vector<FittedCases> fitted;
 
   const ProtocolCalibration& protocol(const std::string& name) const;
@@ -60,6 +61,8 @@ void apply_link_calibration(const Calibration& calibration, NodeTemplate& node, 
 
 /// @brief Protocol names accepted under `calibration.protocols`.
 const std::vector<std::string>& calibrated_protocol_names();
+/// @brief Codec names accepted under `calibration.codecs`.
+const std::vector<std::string>& calibrated_codec_names();
 /// @brief Algorithm names accepted under `calibration.algorithms`.
 const std::vector<std::string>& calibrated_algorithm_names();
 

@@ -97,6 +97,7 @@ Platform parse_platform(const std::string& yaml_text, const std::string& origin,
   apply_link_calibration(calibration, node, fabric);
   GpuModel calibrated_gpu = gpu;
   calibrated_gpu.gemm_efficiency = calibration.gemm_efficiency;
+  calibrated_gpu.codec_throughput_scale = calibration.codec_throughput_scale;
   try {
     Platform platform(name, calibrated_gpu, std::move(node), nodes, std::move(fabric));
     platform.cpu_vendor = cpu_vendor;

@@ -57,6 +57,9 @@ struct GpuModel {
   /// GEMM efficiency per dtype name fitted by `stepsim calibrate` (platform `calibration`
   /// section); dtypes absent here use the architecture's table (models/compute/roofline.cpp).
   std::map<std::string, double> gemm_efficiency;
+  /// Compression codec name -> multiplier of its modelled throughput, fitted by `stepsim
+  /// calibrate` (platform `calibration.codecs`); absent codecs keep their cited figures.
+  std::map<std::string, double> codec_throughput_scale;
 };
 
 struct Vertex {

@@ -50,11 +50,24 @@ double robust_residual(double r) {
   return std::copysign(std::sqrt(2 * d * d * (std::sqrt(1 + (r / d) * (r / d)) - 1)), r);
 }
 
-bool fittable_kind(const std::string& kind) { return kind == "collective" || kind == "gemm"; }
+bool fittable_kind(const std::string& kind) { return kind == "collective" || kind == "gemm" || kind == "compression"; }
+
+// A measured kernel (not a collective) whose time is the kernel's, not the CPU's call rate.
+bool kernel_timed(const Measurement& m, Seconds min_kernel_time) {
+  return m.kind == "collective" || m.time_s >= min_kernel_time;
+}
 
 // Cases that differ only in size (or GEMM shape) share a group; the holdout alternates in it.
 std::string group_of(const Measurement& m) {
   if (m.kind == "gemm") return "gemm " + m.text("dtype");
+  if (m.kind == "compression") {
+    // Every key but the size: codec, direction, rate/bits/block/to/dtype.
+    std::string g = "compression";
+    for (const auto& [k, v] : m.texts) g += " " + k + "=" + v;
+    for (const auto& [k, v] : m.numbers)
+      if (k != "size_bytes" && k != "compressed_bytes" && k != "max_abs_error") g += fmt::format(" {}={}", k, v);
+    return g;
+  }
   return fmt::format("{} {} ranks={} nodes={} dtype={} in_place={} algo={}", m.kind, m.text("op"), m.number("ranks"),
                      m.number_or("nodes", 0), m.text_or("dtype", "float32"), m.text_or("in_place", "false"),
                      m.text_or("algo", ""));
@@ -112,7 +125,7 @@ CaseSetError errors_of(const std::vector<CaseRef>& cases, const std::vector<Meas
     ++e.cases;
     b_all.push_back(lb);
     a_all.push_back(la);
-    if (m.kind == "collective" ? m.number("size_bytes") >= headline_min : m.time_s >= min_kernel_time) {
+    if (m.kind == "collective" ? m.number("size_bytes") >= headline_min : kernel_timed(m, min_kernel_time)) {
       ++e.headline_cases;
       b.push_back(lb);
       a.push_back(la);
@@ -127,7 +140,7 @@ CaseSetError errors_of(const std::vector<CaseRef>& cases, const std::vector<Meas
 
 std::string calibration_section(const CalibrationOutcome& out, const std::vector<MeasurementFile>& files,
                                 const CalibrateOptions& options) {
-  std::map<std::string, std::map<std::string, double>> links, algorithms, protocols;
+  std::map<std::string, std::map<std::string, double>> links, algorithms, protocols, codecs;
   std::map<std::string, double> gemm;
   for (const FittedParameter& p : out.parameters) {
     if (!p.determined) continue;
@@ -136,6 +149,7 @@ std::string calibration_section(const CalibrationOutcome& out, const std::vector
     if (head == "links") links[p.key.substr(dot1 + 1, dot2 - dot1 - 1)][p.key.substr(dot2 + 1)] = p.value;
     else if (head == "protocols") protocols[p.key.substr(dot1 + 1, dot2 - dot1 - 1)][p.key.substr(dot2 + 1)] = p.value;
     else if (head == "algorithms") algorithms[p.key.substr(dot1 + 1, dot2 - dot1 - 1)][p.key.substr(dot2 + 1)] = p.value;
+    else if (head == "codecs") codecs[p.key.substr(dot1 + 1, dot2 - dot1 - 1)][p.key.substr(dot2 + 1)] = p.value;
     else gemm[p.key.substr(dot1 + 1)] = p.value;
   }
   auto flow = [](const std::map<std::string, double>& m) {
@@ -164,6 +178,10 @@ std::string calibration_section(const CalibrationOutcome& out, const std::vector
     for (const auto& [name, fields] : protocols) y += "    " + name + ": " + flow(fields) + "\n";
   }
   if (!gemm.empty()) y += "  gemm_efficiency: " + flow(gemm) + "\n";
+  if (!codecs.empty()) {
+    y += "  codecs:\n";
+    for (const auto& [name, fields] : codecs) y += "    " + name + ": " + flow(fields) + "\n";
+  }
   y += "  fitted:\n";
   for (const platforms::FittedCases& f : out.fitted) {
     std::string list;
@@ -210,7 +228,7 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
       const Measurement& m = files[f].measurements[i];
       if (!fittable_kind(m.kind)) continue;
       if (m.kind == "collective" && m.number("size_bytes") < options.fit_min_size) continue;
-      if (m.kind == "gemm" && m.time_s < options.validate.min_kernel_time) continue;
+      if (!kernel_timed(m, options.validate.min_kernel_time)) continue;
       const std::string g = files[f].path + " | " + group_of(m);
       if (!groups.count(g)) group_order.push_back(g);
       groups[g].push_back({f, static_cast<int>(i), m.time_s});
@@ -241,11 +259,12 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
   const platforms::Platform platform = platforms::load_platform(options.validate.platform, options.validate.platform_options);
   std::set<std::string> link_types;
   for (int id = 0; id < platform.link_count(); ++id) link_types.insert(platforms::to_string(platform.link(id).type));
-  std::set<std::string> gemm_dtypes;
+  std::set<std::string> gemm_dtypes, codecs;
   bool any_collective = false;
   for (const CaseRef& c : fit_cases) {
     const Measurement& m = files[c.file].measurements[c.index];
     if (m.kind == "gemm") gemm_dtypes.insert(models::to_string(models::parse_dtype(m.text("dtype"), "dtype")));
+    if (m.kind == "compression") codecs.insert(m.text("codec"));
     if (m.kind != "collective") continue;
     any_collective = true;
     if (files[c.file].system.nodes > 1 || m.number_or("nodes", 1) > 1) link_types.insert("network");
@@ -257,6 +276,7 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
     for (const std::string& a : platforms::calibrated_algorithm_names()) params.push_back({"algorithms." + a + ".efficiency_scale"});
     for (const std::string& p : platforms::calibrated_protocol_names()) params.push_back({"protocols." + p + ".latency_scale"});
   }
+  for (const std::string& c : codecs) params.push_back({"codecs." + c + ".throughput_scale"});
   for (const std::string& d : gemm_dtypes)
     params.push_back({"gemm_efficiency." + d, models::gemm_efficiency(platform.gpu(), models::parse_dtype(d, "dtype")), true});
 

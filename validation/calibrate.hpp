@@ -16,13 +16,14 @@
 ///  - algorithms.<A>.efficiency_scale: NCCL algorithm A's achieved bandwidth on top of its
 ///    protocol's (NCCL's own tables are per algorithm and protocol; p2p = alltoall/sendrecv);
 ///  - protocols.<P>.latency_scale: NCCL's latency estimate for protocol P;
-///  - gemm_efficiency.<dtype> for every GEMM dtype measured (starting at the model's ceiling).
+///  - gemm_efficiency.<dtype> for every GEMM dtype measured (starting at the model's ceiling);
+///  - codecs.<name>.throughput_scale for every compression codec measured.
 /// After a fit, the parameters no case moves, else the one with the largest standard error
 /// above 25 %, are fixed at their preset value and the rest refitted (backward elimination),
 /// until every fitted factor is well determined.
 /// Holdout "half": within each group of cases that differ only in size (or GEMM shape), sorted
 /// by size, every other case (the 1st, 3rd, ...) is fitted and the rest validated; "none" fits
-/// every case. GEMMs measured below `min_kernel_time` (launch-bound, see validate.hpp) are
+/// every case. GEMMs and codec kernels measured below `min_kernel_time` (launch-bound, see validate.hpp) are
 /// neither fitted nor held out. The calibrated platform lists the fitted cases, so `stepsim validate` with it
 /// never scores a fitted case. Deterministic: same inputs, same output bit for bit.
 #include <string>

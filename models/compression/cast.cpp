@@ -31,10 +31,10 @@ class Cast : public Codec {
   std::string spec() const override { return "cast:to=" + to_; }
   bool lossless() const override { return false; }
   Bytes compressed_bytes(Bytes raw) const override { return raw / 2; }
-  CodecCost compress_cost(const platforms::GpuModel& gpu) const override {
+  CodecCost model_compress_cost(const platforms::GpuModel& gpu) const override {
     return {kLaunch, elementwise_throughput(gpu, 4, 4, 2)};
   }
-  CodecCost decompress_cost(const platforms::GpuModel& gpu) const override {
+  CodecCost model_decompress_cost(const platforms::GpuModel& gpu) const override {
     return {kLaunch, elementwise_throughput(gpu, 4, 2, 4)};
   }
   double error_bound(double range) const override {

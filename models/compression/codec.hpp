@@ -54,8 +54,10 @@ class Codec {
   /// @brief Size of `raw` bytes once compressed (known in advance; a data-dependent codec
   /// uses its ratio parameter).
   virtual Bytes compressed_bytes(Bytes raw) const = 0;
-  virtual CodecCost compress_cost(const platforms::GpuModel& gpu) const = 0;
-  virtual CodecCost decompress_cost(const platforms::GpuModel& gpu) const = 0;
+  /// @brief The codec's cost on `gpu`, its throughput multiplied by the platform's calibrated
+  /// factor for this codec (GpuModel::codec_throughput_scale, absent = 1).
+  CodecCost compress_cost(const platforms::GpuModel& gpu) const { return calibrated(model_compress_cost(gpu), gpu); }
+  CodecCost decompress_cost(const platforms::GpuModel& gpu) const { return calibrated(model_decompress_cost(gpu), gpu); }
   /// @brief Largest absolute error one compress -> decompress pass adds to values in
   /// [-range, range] (an estimate where the codec has no strict bound; see its file).
   virtual double error_bound(double range) const = 0;
@@ -63,6 +65,20 @@ class Codec {
   Seconds compress_time(Bytes raw, const platforms::GpuModel& gpu) const { return compress_cost(gpu).time(raw); }
   Seconds decompress_time(Bytes raw, const platforms::GpuModel& gpu) const { return decompress_cost(gpu).time(raw); }
   double ratio(Bytes raw) const { return raw / compressed_bytes(raw); }
+  /// @brief The registered name ("zfp" of "zfp:rate=8,...").
+  std::string name() const { const std::string s = spec(); return s.substr(0, s.find(':')); }
+
+ protected:
+  /// The model's own cost, before calibration (cited or marked in each codec's file).
+  virtual CodecCost model_compress_cost(const platforms::GpuModel& gpu) const = 0;
+  virtual CodecCost model_decompress_cost(const platforms::GpuModel& gpu) const = 0;
+
+ private:
+  CodecCost calibrated(CodecCost cost, const platforms::GpuModel& gpu) const {
+    const auto it = gpu.codec_throughput_scale.find(name());
+    if (it != gpu.codec_throughput_scale.end()) cost.throughput *= it->second;
+    return cost;
+  }
 };
 
 /// @brief A parameter a codec takes: name, meaning, default (every codec parameter has one).

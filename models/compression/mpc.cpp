@@ -36,10 +36,10 @@ class Mpc : public Codec {
   std::string spec() const override { return fmt::format("mpc:ratio={}", ratio_); }
   bool lossless() const override { return true; }
   Bytes compressed_bytes(Bytes raw) const override { return raw / ratio_; }
-  CodecCost compress_cost(const platforms::GpuModel& gpu) const override {
+  CodecCost model_compress_cost(const platforms::GpuModel& gpu) const override {
     return scale_cost(kV100Compress, nullptr, gpu, "mpc");
   }
-  CodecCost decompress_cost(const platforms::GpuModel& gpu) const override {
+  CodecCost model_decompress_cost(const platforms::GpuModel& gpu) const override {
     return scale_cost(kV100Decompress, nullptr, gpu, "mpc");
   }
   double error_bound(double) const override { return 0; }

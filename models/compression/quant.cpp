@@ -39,10 +39,10 @@ class Quant : public Codec {
     const double values = raw / float_bytes(dtype_);
     return values * bits_ / 8 + std::ceil(values / block_) * kScaleBytes;
   }
-  CodecCost compress_cost(const platforms::GpuModel& gpu) const override {
+  CodecCost model_compress_cost(const platforms::GpuModel& gpu) const override {
     return {kLaunch, elementwise_throughput(gpu, float_bytes(dtype_), float_bytes(dtype_), coded_bytes_per_value())};
   }
-  CodecCost decompress_cost(const platforms::GpuModel& gpu) const override {
+  CodecCost model_decompress_cost(const platforms::GpuModel& gpu) const override {
     return {kLaunch, elementwise_throughput(gpu, float_bytes(dtype_), coded_bytes_per_value(), float_bytes(dtype_))};
   }
   double error_bound(double range) const override { return range / (std::exp2(bits_ - 1) - 1) / 2; }

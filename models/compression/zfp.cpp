@@ -59,8 +59,8 @@ class Zfp : public Codec {
     const double blocks = std::ceil(raw / float_bytes(dtype_) / 4);
     return blocks * 4 * rate_ / 8;
   }
-  CodecCost compress_cost(const platforms::GpuModel& gpu) const override { return scale_cost(anchor_, nullptr, gpu, "zfp"); }
-  CodecCost decompress_cost(const platforms::GpuModel& gpu) const override {
+  CodecCost model_compress_cost(const platforms::GpuModel& gpu) const override { return scale_cost(anchor_, nullptr, gpu, "zfp"); }
+  CodecCost model_decompress_cost(const platforms::GpuModel& gpu) const override {
     return scale_cost(anchor_, nullptr, gpu, "zfp");
   }
   double error_bound(double range) const override {

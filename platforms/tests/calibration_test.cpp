@@ -95,6 +95,8 @@ TEST(Calibration, BadInputIsRejectedWithAFix) {
   expect_rejected("calibration.protocols.LL256.latency_scale=2", "LL128");
   expect_rejected("calibration.gemm_efficiency.bf16=1.5", "(0, 1]");
   expect_rejected("calibration.factor=2", "links");
+  expect_rejected("calibration.codecs.zpf.throughput_scale=2", "zfp");
+  expect_rejected("calibration.codecs.zfp.throughput_scale=0", "must be > 0");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // the cited figures), error bounds, and CODEC[:key=value] parsing with its errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -33,6 +34,22 @@ std::string error_of(const std::string& text) {
     return e.what();
   }
   return "";
+}
+
+TEST(Codec, EveryRegisteredCodecCanBeCalibratedAndTheFactorScalesItsThroughput) {
+  const auto& names = platforms::calibrated_codec_names();
+  for (const CodecInfo* info : CodecRegistry::instance().all())
+    EXPECT_NE(std::find(names.begin(), names.end(), info->name), names.end())
+        << info->name << " is missing from platforms::calibrated_codec_names()";
+  const GpuModel plain = gpu("H100-SXM5-80GB");
+  const GpuModel fitted = platforms::load_platform("dgx-h100", {0, "", {"calibration.codecs.zfp.throughput_scale=2.5"}}).gpu();
+  const auto zfp = parse_codec("zfp:rate=8");
+  const auto cast = parse_codec("cast:to=bf16");
+  EXPECT_DOUBLE_EQ(zfp->compress_cost(fitted).throughput, 2.5 * zfp->compress_cost(plain).throughput);
+  EXPECT_DOUBLE_EQ(zfp->decompress_cost(fitted).throughput, 2.5 * zfp->decompress_cost(plain).throughput);
+  EXPECT_EQ(zfp->compress_cost(fitted).latency, zfp->compress_cost(plain).latency);
+  EXPECT_EQ(cast->compress_cost(fitted).throughput, cast->compress_cost(plain).throughput);
+  EXPECT_EQ(zfp->name(), "zfp");
 }
 
 TEST(Codec, ZfpFixedRateSizeIsKnownInAdvance) {
