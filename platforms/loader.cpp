@@ -112,14 +112,18 @@ Platform parse_platform(const std::string& yaml_text, const std::string& origin,
   }
 }
 
-Platform load_platform(const std::string& name_or_path, const PlatformOptions& options) {
+PlatformText platform_text(const std::string& name_or_path) {
   const auto& presets = embedded_presets();
   auto it = presets.find(name_or_path);
-  if (it != presets.end() && !is_catalogue(name_or_path))
-    return parse_platform(it->second, name_or_path + ".yaml (preset)", options);
-  if (std::filesystem::is_regular_file(name_or_path)) return parse_platform(read_text_file(name_or_path), name_or_path, options);
+  if (it != presets.end() && !is_catalogue(name_or_path)) return {it->second, name_or_path + ".yaml (preset)"};
+  if (std::filesystem::is_regular_file(name_or_path)) return {read_text_file(name_or_path), name_or_path};
   throw ConfigError(name_or_path, "neither a preset nor a readable file",
                     "use a platform file path or a preset (`stepsim presets` describes them): " + join(preset_names()));
+}
+
+Platform load_platform(const std::string& name_or_path, const PlatformOptions& options) {
+  const PlatformText source = platform_text(name_or_path);
+  return parse_platform(source.text, source.origin, options);
 }
 
 std::vector<PresetInfo> list_presets() {

@@ -18,6 +18,15 @@ struct PlatformOptions {
   std::vector<std::string> overrides;         ///< `-p key=value`, e.g. gpu.model=H200-SXM5-141GB
 };
 
+/// @brief A platform document's YAML text and the name errors give it.
+struct PlatformText {
+  std::string text;
+  std::string origin;   ///< "dgx-h100.yaml (preset)" or the file path
+};
+/// @brief The YAML of `name_or_path` (a preset name or a file path), unparsed; ConfigError
+/// listing the presets when it is neither.
+PlatformText platform_text(const std::string& name_or_path);
+
 /// @brief Loads `name_or_path`: a preset name (see list_presets) or a YAML file path.
 Platform load_platform(const std::string& name_or_path, const PlatformOptions& options = {});
 

@@ -4,14 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "models/compute/kernel.hpp"
-#include "platforms/catalogue.hpp"
 #include "platforms/config_error.hpp"
+#include "platforms/loader.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "validation/least_squares.hpp"
 
@@ -76,13 +74,6 @@ std::string group_of(const Measurement& m) {
 double size_of(const Measurement& m) {
   if (m.kind == "gemm") return 2 * m.number("m") * m.number("n") * m.number("k") * m.number_or("batch", 1);
   return m.number("size_bytes");
-}
-
-std::string platform_text(const std::string& name_or_path) {
-  const auto& presets = platforms::embedded_presets();
-  if (auto it = presets.find(name_or_path); it != presets.end() && !platforms::is_catalogue(name_or_path))
-    return it->second;
-  return platforms::read_text_file(name_or_path);
 }
 
 std::string number(double v) { return fmt::format("{:.17g}", v); }
@@ -211,7 +202,7 @@ std::string calibration_section(const CalibrationOutcome& out, const std::vector
 CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const CalibrateOptions& options) {
   if (options.holdout != "half" && options.holdout != "none")
     throw ConfigError("--holdout", "unknown holdout '" + options.holdout + "'", "use half or none");
-  const std::string base_text = platform_text(options.validate.platform);
+  const std::string base_text = platforms::platform_text(options.validate.platform).text;
   {
     YAML::Node doc = platforms::load_yaml(base_text, options.validate.platform);
     if (doc.IsMap() && doc["calibration"])
@@ -246,11 +237,15 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
   // Drop cases the model cannot predict (they are validate's not-modelled ones).
   const std::vector<std::optional<double>> fit_before_all = predict(files, fit_cases, options.validate, {});
   std::vector<CaseRef> usable;
+  std::vector<std::optional<double>> fit_before;  // the uncalibrated predictions of `usable`
   for (std::size_t i = 0; i < fit_cases.size(); ++i)
-    if (fit_before_all[i]) usable.push_back(fit_cases[i]);
+    if (fit_before_all[i]) {
+      usable.push_back(fit_cases[i]);
+      fit_before.push_back(fit_before_all[i]);
+    }
   if (usable.empty())
-    throw ConfigError("calibrate", "no collective or GEMM case the model predicts is left to fit",
-                      "pass measurement files with collective or gemm cases of this platform");
+    throw ConfigError("calibrate", "no collective, GEMM or codec case the model predicts is left to fit",
+                      "pass measurement files with collective, gemm or compression cases of this platform");
   if (usable.size() < fit_cases.size())
     out.notes.push_back(fmt::format("{} fit case(s) skipped: no model predicts them", fit_cases.size() - usable.size()));
   fit_cases = usable;
@@ -343,7 +338,7 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
 
   const std::vector<std::string> fitted_overrides = overrides_for(params, theta);
   const Bytes headline = options.validate.min_size;
-  out.fit = errors_of(fit_cases, files, predict(files, fit_cases, options.validate, {}),
+  out.fit = errors_of(fit_cases, files, fit_before,
                       predict(files, fit_cases, options.validate, fitted_overrides), headline,
                       options.validate.min_kernel_time);
   out.holdout = errors_of(holdout_cases, files, predict(files, holdout_cases, options.validate, {}),

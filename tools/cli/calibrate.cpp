@@ -50,9 +50,9 @@ int run(const CalibrateArgs& args) {
   options.validate.algo = args.algo;
   options.validate.algo_params = args.algo_params;
   options.validate.engine = args.engine;
-  options.validate.min_size = parse_size(args.min_size);
+  options.validate.min_size = size_flag("--min-size", args.min_size);
   options.holdout = args.holdout;
-  options.fit_min_size = parse_size(args.fit_min_size);
+  options.fit_min_size = size_flag("--fit-min-size", args.fit_min_size);
   const validation::CalibrationOutcome out = validation::calibrate(files, options);
   std::ofstream file(args.output);
   if (!(file << out.platform_yaml))

@@ -45,11 +45,7 @@ void compression_options(const CollectiveArgs& args, models::AlgorithmOptions& o
   options.compression.codec = args.compression;
   if (args.compression_mode == "p2p") options.compression.mode = models::CompressionMode::p2p;
   if (!args.compression_threshold.empty()) {
-    try {
-      options.compression.threshold = parse_size(args.compression_threshold);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError("--compression-threshold", e.what(), "write a size such as 1MiB");
-    }
+    options.compression.threshold = size_flag("--compression-threshold", args.compression_threshold);
   }
 }
 
@@ -57,11 +53,7 @@ models::AlgorithmOptions algorithm_options(const CollectiveArgs& args) {
   models::AlgorithmOptions options;
   options.channels = args.channels;
   if (!args.chunk.empty()) {
-    try {
-      options.chunk_bytes = parse_size(args.chunk);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError("--chunk", e.what(), "write a size such as 512KiB");
-    }
+    options.chunk_bytes = size_flag("--chunk", args.chunk, "512KiB");
   }
   sim::add_algo_params(args.algo_params, options);
   compression_options(args, options);
@@ -111,11 +103,7 @@ int run(const CollectiveArgs& args) {
   spec.op = models::parse_op(args.op);
   spec.ranks = allocation.ranks();
   spec.root = args.root;
-  try {
-    spec.bytes = parse_size(args.size);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError("--size", e.what(), "write a size such as 8, 64KiB, 1GiB or 1e9");
-  }
+  spec.bytes = size_flag("--size", args.size, "8, 64KiB, 1GiB or 1e9");
   if (spec.bytes <= 0) throw ConfigError("--size", "size must be > 0", "write a positive size such as 1MiB");
   if (spec.bytes != std::floor(spec.bytes))
     throw ConfigError("--size", fmt::format("size must be a whole number of bytes, got {}", spec.bytes),

@@ -35,6 +35,10 @@ struct PlatformArgs {
 };
 void add_platform_options(CLI::App& command, PlatformArgs& args);
 
+/// @brief `text` as a size (8, 64KiB, 1GiB, 1e9); a ConfigError naming `flag`, with `example`
+/// in its fix, when it is not one.
+Bytes size_flag(const std::string& flag, const std::string& text, const std::string& example = "1MiB");
+
 /// @brief `--format text|json`, validated by CLI11.
 void add_format_option(CLI::App& command, std::string& format);
 

@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 
+#include "platforms/config_error.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace stepsim::cli {
@@ -15,6 +16,14 @@ void add_platform_options(CLI::App& command, PlatformArgs& args) {
       ->check(CLI::IsMember({"fat-tree", "rail-optimized"}));
   command.add_option("-p,--param", args.options.overrides,
                      "Override a platform parameter, e.g. -p gpu.model=H200-SXM5-141GB");
+}
+
+Bytes size_flag(const std::string& flag, const std::string& text, const std::string& example) {
+  try {
+    return parse_size(text);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(flag, e.what(), "write a size such as " + example);
+  }
 }
 
 void add_format_option(CLI::App& command, std::string& format) {

@@ -33,21 +33,13 @@ std::vector<std::string> split(const std::string& text) {
   return out;
 }
 
-Bytes size_option(const std::string& flag, const std::string& text) {
-  try {
-    return parse_size(text);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(flag + " " + text, e.what(), "write a size such as 1KiB or 8GiB");
-  }
-}
-
 int run(const TunerArgs& args) {
   platforms::Platform platform = platforms::load_platform(args.platform.platform, args.platform.options);
   platforms::Allocation allocation = platforms::parse_allocation(args.platform.gpus, platform);
   sweep::TunerRequest request;
   for (const std::string& op : split(args.ops)) request.ops.push_back(models::parse_op(op));
-  request.min_bytes = size_option("--min", args.min);
-  request.max_bytes = size_option("--max", args.max);
+  request.min_bytes = size_flag("--min", args.min, "1KiB or 8GiB");
+  request.max_bytes = size_flag("--max", args.max, "1KiB or 8GiB");
   if (args.algos.empty()) {
     request.candidates = sweep::nccl_candidates();
   } else {

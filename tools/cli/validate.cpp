@@ -29,11 +29,7 @@ int run(const ValidateArgs& args) {
   options.algo = args.algo;
   options.algo_params = args.algo_params;
   options.engine = args.engine;
-  try {
-    options.min_size = parse_size(args.min_size);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError("--min-size", e.what(), "write a size such as 1MiB");
-  }
+  options.min_size = size_flag("--min-size", args.min_size);
   std::vector<validation::MeasurementFile> files;
   for (const std::string& path : args.files) files.push_back(validation::load_measurements(path));
   const validation::ValidationResult result = validation::validate(files, options);
