@@ -32,7 +32,7 @@ PlatformNetwork::PlatformNetwork(const std::vector<const PreparedSchedule*>& sch
     : network_(std::make_unique<SimgridNetwork>(byte_scale(schedules))) {
   struct Zone {
     int id = -1;
-    int cap = -1;                                 ///< rate-cap link on every route, or -1
+    BytesPerSecond bound = 0;                     ///< per-flow bound; infinity: none
     std::unordered_map<int, int> host_of_vertex;
     std::unordered_set<std::int64_t> routed;      ///< src vertex * vertex count + dst vertex
   };
@@ -49,7 +49,7 @@ PlatformNetwork::PlatformNetwork(const std::vector<const PreparedSchedule*>& sch
     Zone& zone = entry->second;
     if (fresh) {
       zone.id = network_->add_zone();
-      if (std::isfinite(bound)) zone.cap = network_->add_rate_cap(bound);
+      zone.bound = bound;
     }
 
     std::vector<int>& hosts = endpoint_hosts_.emplace_back();
@@ -76,7 +76,10 @@ PlatformNetwork::PlatformNetwork(const std::vector<const PreparedSchedule*>& sch
           }
           links.push_back({link, hop.forward});
         }
-        if (zone.cap >= 0) links.push_back({zone.cap, true});
+        // A cap of its own per route: SimGrid re-solves the connected component of the
+        // constraints a finished flow touched, and one cap shared by every route would join all
+        // concurrent flows into one component (measured: 81 % of a 64-rank event run solving).
+        if (std::isfinite(zone.bound)) links.push_back({network_->add_rate_cap(zone.bound), true});
         network_->add_route(hosts[step.src], hosts[step.dst], links);
       }
     }

@@ -7,7 +7,7 @@
 /// endpoint (GPUs, in-network reduction switches), and each (src, dst) vertex pair that a
 /// step uses gets its route. A protocol's per-step cap bounds each flow on its own: flows
 /// move wire_bytes / efficiency (ScheduleFlows), so the bound is cap / efficiency, a FATPIPE
-/// link on the route. Routes belong to host pairs, so schedules with different bounds get
+/// link on the route (one per route). Routes belong to host pairs, so schedules with different bounds get
 /// different hosts for the same vertex: one SimgridNetwork zone per distinct bound (no bound
 /// is a zone of its own). Construct at most one per process (SimgridNetwork's rule).
 #include <cstddef>
