@@ -25,11 +25,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "models/collectives/lowering.hpp"
 #include "models/collectives/nccl_lower.hpp"
+#include "models/collectives/nccl_p2p.hpp"
 #include "models/collectives/nccl_slices.hpp"
 #include "models/collectives/nccl_topology.hpp"
 #include "models/collectives/nccl_tuning.hpp"
@@ -166,9 +168,16 @@ class Nccl : public Algorithm {
     const int graph_channels = std::max(1, e.channels);
     const bool p2p = spec.op == CollectiveOp::alltoall || spec.op == CollectiveOp::sendrecv;
     const bool chain = spec.op == CollectiveOp::broadcast || spec.op == CollectiveOp::reduce;
+    // NCCL 2.19+ splits each peer's bytes over a size-dependent share of its p2p channels.
+    const int peers = spec.op == CollectiveOp::alltoall ? spec.ranks - 1 : 1;
+    const std::optional<nccl::P2pChannels> p2p_split =
+        p2p && ctx.options.channels <= 0
+            ? nccl::p2p_channels(ctx, sys, tuning.graphs, nccl_version(ctx.options),
+                                 spec.op == CollectiveOp::alltoall ? spec.bytes / spec.ranks : spec.bytes)
+            : std::nullopt;
     // The channels NCCL launches (fewer for small messages, NVLS's own count) unless forced.
-    const int channels = p2p || ctx.options.channels > 0
-                             ? graph_channels
+    const int channels = p2p_split                             ? p2p_split->per_peer
+                         : p2p || ctx.options.channels > 0 ? graph_channels
                              : nccl::launch_channels(e.algo, e.proto, spec.bytes, sys.ranks, graph_channels);
 
     // Pipeline chunks per channel = NCCL's loop count, so the engines charge the fill of a
@@ -216,6 +225,11 @@ class Nccl : public Algorithm {
       if (!chain) per_channel = e.alg_bw * nsteps / n / graph_channels;
     }
     if (spec.op == CollectiveOp::alltoall && n > 1) per_channel = e.alg_bw * (n - 1.0) / n / graph_channels / (n - 1);
+    // A p2p part runs on a compute channel of its own while the rank's parts fit its p2p
+    // channels, and shares them beyond; all parts together stay within NCCL's estimate.
+    if (p2p_split)
+      per_channel = std::min(per_channel * graph_channels / channels,
+                             p2p_split->channel_bw * std::min(1.0, static_cast<double>(p2p_split->total) / (peers * channels)));
     // A calibrated platform scales the protocol's achieved bandwidth (wire efficiency and
     // per-channel cap alike) and NCCL's latency estimate (platforms/calibration.hpp).
     const platforms::Calibration& calibration = ctx.platform.calibration;
@@ -233,6 +247,9 @@ class Nccl : public Algorithm {
     s.notes.push_back(std::string("nccl choice: ") + s.algorithm + ", " + std::to_string(channels) +
                       " channels launched (graph has " + std::to_string(graph_channels) + "), " +
                       std::to_string(loops) + " loop(s)");
+    if (p2p_split)
+      s.notes.push_back(fmt("nccl p2p: %.0f channel(s) per peer of %.0f (addP2pToPlan), %.1f GB/s per channel",
+                            p2p_split->per_peer, p2p_split->total, per_channel));
     s.notes.push_back(fmt("nccl estimate: latency %.2f us, algbw %.2f GB/s, busbw-model %.2f GB/s, time %.2f us",
                           e.latency_us, e.alg_bw, e.bus_bw, e.time_us));
     s.notes.push_back(fmt("nccl graphs: ring %.0f x %.1f GB/s, tree %.0f x %.1f GB/s", tuning.graphs.ring.channels,

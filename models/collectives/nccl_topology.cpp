@@ -87,6 +87,13 @@ NvlinkMesh nvlink_mesh(const CollectiveContext& ctx, const std::vector<int>& gro
 
 }  // namespace
 
+int nvlink_count(const CollectiveContext& ctx, int a, int b) {
+  const platforms::Route& route = ctx.platform.route(ctx.gpu_vertex(a), ctx.gpu_vertex(b));
+  if (route.worst != platforms::LinkType::nvlink) return 0;
+  const double per_link = nvlink_bw_per_link(ctx.platform.gpu().sm_version);
+  return std::max(1, static_cast<int>(nccl_route_bw(ctx.platform, route) / per_link));
+}
+
 MeshRings nccl_mesh_rings(const CollectiveContext& ctx) {
   const std::vector<std::vector<int>> nodes = lowering::ranks_by_node(ctx);
   if (nodes.size() != 1 || nodes.front().size() < 2 || nodes.front().size() > kMaxMeshGpus) return {};

@@ -34,6 +34,10 @@ NcclSystem nccl_system(const CollectiveContext& ctx);
 /// platform routes the hop over PCIe), and the NCCL of the Blink paper had none.
 MeshRings nccl_mesh_rings(const CollectiveContext& ctx);
 
+/// @brief NVLinks NCCL counts between the GPUs of ranks `a` and `b` (paths.cc path->bw over
+/// topo.h's per-link figure, through an NVSwitch too); 0 when their route is not all NVLink.
+int nvlink_count(const CollectiveContext& ctx, int a, int b);
+
 /// @brief NCCL's PCIe figure per byte/s of PCIe wire rate: Gen3 x16 moves 15.75 GB/s
 /// (8 GT/s x 16 lanes x 128/130 / 8) and NCCL models it as 12 GB/s (topo.h).
 constexpr double kNcclPciePerWire = 12.0 / 15.75;
