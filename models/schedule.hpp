@@ -93,6 +93,11 @@ struct Step {
   StepKind kind = StepKind::transfer;
   bool compressed = false;   ///< transfer of the cells' compressed form
   Seconds codec_time = 0;    ///< compress / decompress: how long the endpoint's GPU works on it
+  /// A rank whose GPU memory relays the transfer, or -1: NCCL's P2P/indirect for GPUs with no
+  /// NVLink between them but one to a common GPU (paths.cc PATH_NVB). The bytes cross the
+  /// route src -> via, then via -> dst, pipelined through via's buffer: one flow over both
+  /// routes. Data movement is src -> dst (the checker ignores `via`).
+  int via = -1;
 
   bool is_codec() const { return kind != StepKind::transfer; }
 };

@@ -15,7 +15,7 @@ namespace {
 /// @brief Runs `prepared` alone in this process; per endpoint, when its last step finished.
 std::vector<Seconds> simulate(const PreparedSchedule& prepared) {
   PlatformNetwork platform_network({&prepared});
-  const ScheduleFlows flows(prepared, platform_network.endpoint_hosts(0));
+  const ScheduleFlows flows(prepared, platform_network.step_hosts(0));
   ScheduleFlows::Instance instance(flows, platform_network.network(), 0, 0);
   instance.start();
   SimgridNetwork::Callbacks callbacks;

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <array>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "sim/schedule_flows.hpp"
 
@@ -32,9 +33,10 @@ PlatformNetwork::PlatformNetwork(const std::vector<const PreparedSchedule*>& sch
     : network_(std::make_unique<SimgridNetwork>(byte_scale(schedules))) {
   struct Zone {
     int id = -1;
-    BytesPerSecond bound = 0;                     ///< per-flow bound; infinity: none
+    BytesPerSecond bound = 0;                          ///< per-flow bound; infinity: none
     std::unordered_map<int, int> host_of_vertex;
-    std::unordered_set<std::int64_t> routed;      ///< src vertex * vertex count + dst vertex
+    std::set<std::array<int, 3>> routed;               ///< (src vertex, via vertex or -1, dst vertex)
+    std::map<std::array<int, 3>, HostPair> relay_hosts;   ///< a host pair per relayed route
   };
   std::map<BytesPerSecond, Zone> zones;   // by per-flow bound; infinity: none
   const platforms::Platform* platform = schedules.empty() ? nullptr : &schedules.front()->platform();
@@ -52,19 +54,32 @@ PlatformNetwork::PlatformNetwork(const std::vector<const PreparedSchedule*>& sch
       zone.bound = bound;
     }
 
-    std::vector<int>& hosts = endpoint_hosts_.emplace_back();
+    std::vector<int> hosts;
     for (int e = 0; e < prepared->endpoints(); ++e) {
       auto [host, added] = zone.host_of_vertex.try_emplace(prepared->endpoint_vertex(e), -1);
       if (added) host->second = network_->add_host(zone.id);
       hosts.push_back(host->second);
     }
 
+    std::vector<std::vector<HostPair>>& step_hosts = step_hosts_.emplace_back();
     for (const PreparedRound& round : prepared->rounds()) {
+      std::vector<HostPair>& round_hosts = step_hosts.emplace_back();
       for (const PreparedStep& step : round.steps) {
-        if (step.codec) continue;   // no flow, no route
-        const std::int64_t key = static_cast<std::int64_t>(prepared->endpoint_vertex(step.src)) *
-                                     platform->vertex_count() +
-                                 prepared->endpoint_vertex(step.dst);
+        HostPair pair{hosts[step.src], hosts[step.dst]};
+        if (step.codec) {   // no flow, no route
+          round_hosts.push_back(pair);
+          continue;
+        }
+        const std::array<int, 3> key = {prepared->endpoint_vertex(step.src),
+                                        step.via < 0 ? -1 : prepared->endpoint_vertex(step.via),
+                                        prepared->endpoint_vertex(step.dst)};
+        // Routes belong to host pairs, so a relayed route gets a host pair of its own.
+        if (step.via >= 0) {
+          auto [relay, added] = zone.relay_hosts.try_emplace(key);
+          if (added) relay->second = {network_->add_host(zone.id), network_->add_host(zone.id)};
+          pair = relay->second;
+        }
+        round_hosts.push_back(pair);
         if (!zone.routed.insert(key).second) continue;
         std::vector<SimgridNetwork::RouteLink> links;
         for (const platforms::Hop& hop : step.route->hops) {
@@ -80,7 +95,7 @@ PlatformNetwork::PlatformNetwork(const std::vector<const PreparedSchedule*>& sch
         // constraints a finished flow touched, and one cap shared by every route would join all
         // concurrent flows into one component (measured: 81 % of a 64-rank event run solving).
         if (std::isfinite(zone.bound)) links.push_back({network_->add_rate_cap(zone.bound), true});
-        network_->add_route(hosts[step.src], hosts[step.dst], links);
+        network_->add_route(pair.src, pair.dst, links);
       }
     }
   }

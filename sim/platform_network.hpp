@@ -26,12 +26,14 @@ class PlatformNetwork {
   explicit PlatformNetwork(const std::vector<const PreparedSchedule*>& schedules);
 
   SimgridNetwork& network() { return *network_; }
-  /// @brief The network host of each endpoint of `schedules[i]`.
-  const std::vector<int>& endpoint_hosts(std::size_t i) const { return endpoint_hosts_[i]; }
+  /// @brief Source and destination host of each step of `schedules[i]`, by round and step:
+  /// its endpoints' hosts, or for a step relayed through a GPU (models::Step::via) a pair of
+  /// its own whose route crosses both legs.
+  const std::vector<std::vector<HostPair>>& step_hosts(std::size_t i) const { return step_hosts_[i]; }
 
  private:
   std::unique_ptr<SimgridNetwork> network_;
-  std::vector<std::vector<int>> endpoint_hosts_;
+  std::vector<std::vector<std::vector<HostPair>>> step_hosts_;
 };
 
 }  // namespace stepsim::sim

@@ -1,5 +1,7 @@
 #include "sim/prepared_schedule.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -94,7 +96,12 @@ PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Place
       if (!finite_non_negative(step.wire_bytes))
         throw ConfigError(where(r, s), fmt::format("moves {} bytes", step.wire_bytes), kFix);
       p.wire_bytes = step.wire_bytes;
-      p.route = &platform_.route(endpoint_vertex_[step.src], endpoint_vertex_[step.dst]);
+      if (step.via >= 0 && (step.via >= ranks() || step.via == step.src || step.via == step.dst))
+        throw ConfigError(where(r, s), fmt::format("relays {} -> {} through endpoint {}", step.src, step.dst, step.via),
+                          "relay through a rank other than the two ends");
+      p.route = step.via < 0 ? &platform_.route(endpoint_vertex_[step.src], endpoint_vertex_[step.dst])
+                             : &relayed_route(step.src, step.via, step.dst);
+      p.via = step.via;
       if (p.route->hops.empty())
         throw ConfigError(where(r, s), "endpoints sit on the same platform vertex", kFix);
       for (const platforms::Hop& hop : p.route->hops) {
@@ -114,6 +121,21 @@ PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Place
   }
   if (schedule.expanded_step_count() == 0)
     throw ConfigError(here, "is empty (no steps)", "a collective needs at least 2 ranks and one transfer");
+}
+
+const platforms::Route& PreparedSchedule::relayed_route(int src, int via, int dst) {
+  const std::array<int, 3> key = {endpoint_vertex_[src], endpoint_vertex_[via], endpoint_vertex_[dst]};
+  auto [it, fresh] = relayed_.try_emplace(key);
+  if (!fresh) return it->second;
+  const platforms::Route& in = platform_.route(key[0], key[1]);
+  const platforms::Route& out = platform_.route(key[1], key[2]);
+  platforms::Route& route = it->second;
+  route.hops = in.hops;
+  route.hops.insert(route.hops.end(), out.hops.begin(), out.hops.end());
+  route.latency = in.latency + out.latency;
+  route.bandwidth = std::min(in.bandwidth, out.bandwidth);
+  route.worst = std::max(in.worst, out.worst);
+  return route;
 }
 
 std::vector<LinkUsage> PreparedSchedule::link_usage() const {

@@ -6,7 +6,9 @@
 /// wrong and throws ConfigError naming the schedule, round and step; after that the engines
 /// may assume a well-formed schedule. The compact form is kept: a round stands for all its
 /// repetitions, because repetitions differ only in blocks, never in routes or bytes.
+#include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,8 @@ struct PreparedStep {
   int src_pair = 0;           ///< (endpoint, channel) index: endpoint * channels + channel
   int dst_pair = 0;
   Bytes wire_bytes = 0;
-  const platforms::Route* route = nullptr;   ///< owned by the platform's route cache; null for codec steps
+  const platforms::Route* route = nullptr;   ///< platform's route cache or relayed_; null for codec steps
+  int via = -1;               ///< relaying endpoint (models::Step::via), -1: none
   bool codec = false;
   Seconds codec_time = 0;
 
@@ -41,6 +44,9 @@ class PreparedSchedule {
  public:
   /// @brief Validates `schedule` on `placement`; throws ConfigError on bad input.
   PreparedSchedule(const models::Schedule& schedule, const Placement& placement);
+  /// Steps point into relayed_: a copy would point into the original's.
+  PreparedSchedule(const PreparedSchedule&) = delete;
+  PreparedSchedule& operator=(const PreparedSchedule&) = delete;
 
   const models::Schedule& schedule() const { return schedule_; }
   const platforms::Platform& platform() const { return platform_; }
@@ -70,6 +76,10 @@ class PreparedSchedule {
   const platforms::Platform& platform_;
   std::vector<int> endpoint_vertex_;
   std::vector<PreparedRound> rounds_;
+  /// Routes through a relaying GPU by (src, via, dst) vertex; std::map keeps them in place.
+  std::map<std::array<int, 3>, platforms::Route> relayed_;
+
+  const platforms::Route& relayed_route(int src, int via, int dst);
 };
 
 }  // namespace stepsim::sim

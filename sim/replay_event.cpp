@@ -75,7 +75,7 @@ class EventReplayBackend : public ReplayBackend {
     for (const Declared& declared : declared_) schedules.push_back(declared.prepared.get());
     network_ = std::make_unique<PlatformNetwork>(schedules);
     for (std::size_t i = 0; i < declared_.size(); ++i)
-      declared_[i].flows = std::make_unique<ScheduleFlows>(*declared_[i].prepared, network_->endpoint_hosts(i));
+      declared_[i].flows = std::make_unique<ScheduleFlows>(*declared_[i].prepared, network_->step_hosts(i));
     for (const Request& request : before_run_) issue(request);
     before_run_.clear();
 

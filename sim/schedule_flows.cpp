@@ -4,8 +4,8 @@
 
 namespace stepsim::sim {
 
-ScheduleFlows::ScheduleFlows(const PreparedSchedule& prepared, std::vector<int> endpoint_hosts)
-    : prepared_(prepared), endpoint_hosts_(std::move(endpoint_hosts)) {
+ScheduleFlows::ScheduleFlows(const PreparedSchedule& prepared, std::vector<std::vector<HostPair>> step_hosts)
+    : prepared_(prepared), step_hosts_(std::move(step_hosts)) {
   involvements_.resize(prepared_.pairs());
   endpoint_steps_.assign(prepared_.endpoints(), 0);
   std::vector<std::int64_t> involvements_so_far(prepared_.pairs(), 0);
@@ -109,9 +109,11 @@ void ScheduleFlows::Instance::issue_sends(int pair, int rep, Seconds now) {
     if (step.codec) {
       network_.finish_at(now + step.codec_time, tag_base_ + tag);
       if (codec_started_) codec_started_(step.src, now, now + step.codec_time);
-    } else
-      network_.start_flow(now + prepared.step_latency(step), flows_.endpoint_hosts_[step.src],
-                          flows_.endpoint_hosts_[step.dst], flow_bytes(prepared, step), tag_base_ + tag);
+    } else {
+      const HostPair& hosts = flows_.step_hosts_[inv.round][s];
+      network_.start_flow(now + prepared.step_latency(step), hosts.src, hosts.dst, flow_bytes(prepared, step),
+                          tag_base_ + tag);
+    }
   }
 }
 

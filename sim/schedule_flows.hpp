@@ -38,9 +38,9 @@ namespace stepsim::sim {
 
 class ScheduleFlows {
  public:
-  /// @param endpoint_hosts  network host of each endpoint; the routes between the hosts of
-  /// every step are already in the network (PlatformNetwork).
-  ScheduleFlows(const PreparedSchedule& prepared, std::vector<int> endpoint_hosts);
+  /// @param step_hosts  network hosts of each step, by round and step; their routes are
+  /// already in the network (PlatformNetwork::step_hosts).
+  ScheduleFlows(const PreparedSchedule& prepared, std::vector<std::vector<HostPair>> step_hosts);
 
   const PreparedSchedule& prepared() const { return prepared_; }
   /// @brief Tags (expanded steps) one instance uses.
@@ -111,7 +111,7 @@ class ScheduleFlows {
   };
 
   const PreparedSchedule& prepared_;
-  std::vector<int> endpoint_hosts_;
+  std::vector<std::vector<HostPair>> step_hosts_;
   std::vector<std::vector<Involvement>> involvements_;   ///< per pair, in round order
   std::vector<RoundIndex> rounds_;
   std::vector<std::int64_t> endpoint_steps_;

@@ -25,6 +25,12 @@
 
 namespace stepsim::sim {
 
+/// @brief A flow's source and destination host.
+struct HostPair {
+  int src = -1;
+  int dst = -1;
+};
+
 class SimgridNetwork {
  public:
   /// @param byte_scale  SimGrid payloads are whole numbers, so bytes and bandwidths are both

@@ -198,7 +198,8 @@ class Nccl : public Algorithm {
 
     Schedule s;
     if (p2p) {
-      s = nccl::lower_p2p(spec, ctx, channels);
+      const bool relayed = nccl_version(ctx.options).era >= nccl::Era::v2_8;
+      s = nccl::lower_p2p(spec, ctx, channels, relayed ? nccl::nvb_relays(ctx) : std::vector<int>{});
     } else if (e.algo == Algo::ring) {
       s = chain ? nccl::lower_chain(spec, ctx, channels, chunks) : nccl::lower_ring(spec, ctx, channels);
     } else if (e.algo == Algo::tree) {

@@ -94,6 +94,30 @@ int nvlink_count(const CollectiveContext& ctx, int a, int b) {
   return std::max(1, static_cast<int>(nccl_route_bw(ctx.platform, route) / per_link));
 }
 
+std::vector<int> nvb_relays(const CollectiveContext& ctx) {
+  const int n = ctx.ranks();
+  std::vector<int> relays(static_cast<std::size_t>(n) * n, -1);
+  for (const std::vector<int>& node : lowering::ranks_by_node(ctx)) {
+    std::vector<int> links(node.size() * node.size(), 0);
+    for (std::size_t i = 0; i < node.size(); ++i)
+      for (std::size_t j = 0; j < node.size(); ++j)
+        if (i != j) links[i * node.size() + j] = nvlink_count(ctx, node[i], node[j]);
+    for (std::size_t i = 0; i < node.size(); ++i)
+      for (std::size_t j = 0; j < node.size(); ++j) {
+        if (i == j || links[i * node.size() + j] > 0) continue;
+        int best = 0;
+        for (std::size_t m = 0; m < node.size(); ++m) {
+          const int width = std::min(links[i * node.size() + m], links[m * node.size() + j]);
+          if (width > best) {
+            best = width;
+            relays[static_cast<std::size_t>(node[i]) * n + node[j]] = node[m];
+          }
+        }
+      }
+  }
+  return relays;
+}
+
 MeshRings nccl_mesh_rings(const CollectiveContext& ctx) {
   const std::vector<std::vector<int>> nodes = lowering::ranks_by_node(ctx);
   if (nodes.size() != 1 || nodes.front().size() < 2 || nodes.front().size() > kMaxMeshGpus) return {};

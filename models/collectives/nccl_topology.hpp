@@ -29,14 +29,20 @@ NcclSystem nccl_system(const CollectiveContext& ctx);
 /// NVLinks and no NVSwitch (search_mesh_rings with NCCL HEAD's intra-node speed array;
 /// rings hold ranks). channels = 0 for NVSwitch nodes, several nodes, more than
 /// kMaxMeshGpus ranks, or when no ring runs on direct NVLinks alone: the ring then goes over
-/// PCIe. NVB paths stay off: NCCL 2.8+ would relay such hops through the memory of an
-/// intermediate GPU (p2p.cc "P2P/indirect"), which a Schedule step cannot express yet (the
-/// platform routes the hop over PCIe), and the NCCL of the Blink paper had none.
+/// PCIe. NVB ring hops stay off: NCCL 2.8+'s search may also place a ring hop on a path
+/// relayed through an intermediate GPU (p2p.cc "P2P/indirect"), which is not modelled for
+/// rings (p2p relays are: nvb_relays), and the NCCL of the Blink paper had none.
 MeshRings nccl_mesh_rings(const CollectiveContext& ctx);
 
 /// @brief NVLinks NCCL counts between the GPUs of ranks `a` and `b` (paths.cc path->bw over
 /// topo.h's per-link figure, through an NVSwitch too); 0 when their route is not all NVLink.
 int nvlink_count(const CollectiveContext& ctx, int a, int b);
+
+/// @brief NCCL 2.8+'s relays (p2p.cc "P2P/indirect"): for each pair of ranks of one node
+/// with no NVLink between them, the rank of that node whose NVLinks to both are widest
+/// (the fewer of the two link counts; ties to the lowest rank), as paths.cc's PATH_NVB;
+/// relays[a * ranks + b] = that rank or -1 (a direct or no NVLink path, another node).
+std::vector<int> nvb_relays(const CollectiveContext& ctx);
 
 /// @brief NCCL's PCIe figure per byte/s of PCIe wire rate: Gen3 x16 moves 15.75 GB/s
 /// (8 GT/s x 16 lanes x 128/130 / 8) and NCCL models it as 12 GB/s (topo.h).

@@ -78,5 +78,29 @@ TEST(NcclP2p, OlderReleasesKeepTheGraphChannels) {
   EXPECT_TRUE(noted);
 }
 
+// DGX-1V: pairs without an NVLink relay through a GPU NVLinked to both (NCCL 2.8+'s
+// P2P/indirect); NVLinked pairs and NCCL 2.4 go direct.
+TEST(NcclP2p, PairsWithoutNvlinkRelayThroughACommonNeighbour) {
+  const platforms::Platform platform = platforms::load_platform("dgx1-v100", {});
+  auto nvlinked = [&](int a, int b) {
+    return platform.route(platform.gpu_vertex(a), platform.gpu_vertex(b)).worst == platforms::LinkType::nvlink;
+  };
+  int relayed = 0;
+  const Schedule head = lower("dgx1-v100", 8, CollectiveOp::alltoall, 64 * kMiB, "2.29.2");
+  for (const Step& step : head.rounds.at(0).steps) {
+    if (nvlinked(step.src, step.dst)) {
+      EXPECT_EQ(step.via, -1) << step.src << " -> " << step.dst;
+      continue;
+    }
+    ASSERT_GE(step.via, 0) << step.src << " -> " << step.dst;
+    EXPECT_TRUE(nvlinked(step.src, step.via) && nvlinked(step.via, step.dst))
+        << step.src << " -> " << step.via << " -> " << step.dst;
+    ++relayed;
+  }
+  EXPECT_EQ(relayed, 8 * 3 * 2);   // 3 non-NVLink peers per GPU, 2 channels each
+  const Schedule old = lower("dgx1-v100", 8, CollectiveOp::alltoall, 64 * kMiB, "2.4");
+  for (const Step& step : old.rounds.at(0).steps) EXPECT_EQ(step.via, -1);
+}
+
 }  // namespace
 }  // namespace stepsim::models
