@@ -45,7 +45,7 @@ class BlinkRingBaseline : public Algorithm {
     if (ctx.allocation.nodes(ctx.platform) > 1) {
       rings = channel_ring_orders(ctx, default_ring_channels(ctx));
       how = "rings across servers, one channel per NIC";
-    } else if (const nccl::MeshRings mesh = nccl::nccl_mesh_rings(ctx); mesh.channels > 0) {
+    } else if (const nccl::MeshRings mesh = nccl::nccl_mesh_rings(ctx, /*nvb=*/false); mesh.channels > 0) {
       rings = mesh.rings;
       how = std::to_string(mesh.channels) + " NVLink ring(s) of NCCL's search";
     } else {

@@ -60,13 +60,6 @@ bool nvls_disabled(const AlgorithmOptions& options) {
   throw ConfigError("--algo nccl option 'nvls'", "expected on or off, got '" + v + "'", "write nvls=off or nvls=on");
 }
 
-/// The NCCL release whose tuning constants apply: `version=2.18` (nccl_versions.hpp), HEAD
-/// by default.
-const nccl::VersionConstants& nccl_version(const AlgorithmOptions& options) {
-  auto it = options.extra.find("version");
-  return it == options.extra.end() ? nccl::head_version() : nccl::nccl_version(it->second);
-}
-
 /// CPU time of one kernel-launch call: Lin et al.'s T4 (papers.md §3.1), their
 /// KERNEL_LAUNCH_LENGTH 10 us minus the profiler's CPU (2 us) and GPU (4 us) event overheads.
 constexpr Seconds kLaunchCall = 4e-6;
@@ -163,7 +156,7 @@ class Nccl : public Algorithm {
     nccl::NcclSystem sys = nccl::nccl_system(ctx);
     if (nvls_disabled(ctx.options)) sys.nvls = false;
     const nccl::Tuning tuning = nccl::nccl_tune(spec.op, spec.bytes, sys, forced_choice(ctx.options),
-                                                      nccl_version(ctx.options));
+                                                      nccl::nccl_version(ctx.options));
     const nccl::Estimate& e = tuning.choice;
     const int graph_channels = std::max(1, e.channels);
     const bool p2p = spec.op == CollectiveOp::alltoall || spec.op == CollectiveOp::sendrecv;
@@ -172,7 +165,7 @@ class Nccl : public Algorithm {
     const int peers = spec.op == CollectiveOp::alltoall ? spec.ranks - 1 : 1;
     const std::optional<nccl::P2pChannels> p2p_split =
         p2p && ctx.options.channels <= 0
-            ? nccl::p2p_channels(ctx, sys, tuning.graphs, nccl_version(ctx.options),
+            ? nccl::p2p_channels(ctx, sys, tuning.graphs, nccl::nccl_version(ctx.options),
                                  spec.op == CollectiveOp::alltoall ? spec.bytes / spec.ranks : spec.bytes)
             : std::nullopt;
     // The channels NCCL launches (fewer for small messages, NVLS's own count) unless forced.
@@ -198,8 +191,7 @@ class Nccl : public Algorithm {
 
     Schedule s;
     if (p2p) {
-      const bool relayed = nccl_version(ctx.options).era >= nccl::Era::v2_8;
-      s = nccl::lower_p2p(spec, ctx, channels, relayed ? nccl::nvb_relays(ctx) : std::vector<int>{});
+      s = nccl::lower_p2p(spec, ctx, channels);
     } else if (e.algo == Algo::ring) {
       s = chain ? nccl::lower_chain(spec, ctx, channels, chunks) : nccl::lower_ring(spec, ctx, channels);
     } else if (e.algo == Algo::tree) {
@@ -210,6 +202,15 @@ class Nccl : public Algorithm {
       s = nccl::lower_collnet(spec, ctx, channels, chunks, e.algo == Algo::collnet_chain);
     }
     s.algorithm = std::string("nccl:") + (p2p ? "p2p" : nccl::to_string(e.algo)) + "/" + nccl::to_string(e.proto);
+    // Every connection between GPUs without an NVLink of their own goes through the GPU
+    // NCCL's NVB path crosses (p2p.cc picks the intermediate rank for any transport user).
+    if (nccl::nvb_paths(ctx)) {
+      const std::vector<int> relays = nccl::nvb_relays(ctx);
+      for (Round& round : s.rounds)
+        for (Step& step : round.steps)
+          if (!step.is_codec() && step.src < spec.ranks && step.dst < spec.ranks)
+            step.via = relays[static_cast<std::size_t>(step.src) * spec.ranks + step.dst];
+    }
 
     // Per-channel cap (bytes/s). Rings: a channel's link carries busBw / channels (each
     // rank sends one block per step). Pipelined layouts: each rank moves the whole buffer

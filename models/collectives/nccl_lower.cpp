@@ -51,7 +51,7 @@ std::vector<int> add_node_switches(Schedule& s, const CollectiveContext& ctx,
 }  // namespace
 
 std::vector<std::vector<std::vector<int>>> channel_node_orders(const CollectiveContext& ctx, int channels) {
-  if (const MeshRings mesh = nccl_mesh_rings(ctx); mesh.channels > 0) {
+  if (const MeshRings mesh = nccl_mesh_rings(ctx, nvb_paths(ctx)); mesh.channels > 0) {
     // NCCL's own rings on an NVLink mesh, one per channel; ncclTopoDupChannels repeats
     // them in order when the graph has more channels than rings.
     std::vector<std::vector<std::vector<int>>> out;
@@ -284,26 +284,20 @@ Schedule lower_collnet(const CollectiveSpec& spec, const CollectiveContext& ctx,
   return s;
 }
 
-Schedule lower_p2p(const CollectiveSpec& spec, const CollectiveContext&, int channels,
-                   const std::vector<int>& relays) {
+Schedule lower_p2p(const CollectiveSpec& spec, const CollectiveContext&, int channels) {
   const int n = spec.ranks;
   const bool a2a = spec.op == CollectiveOp::alltoall;
   Schedule s = lowering::start(spec, "nccl:p2p", a2a ? n * n : n, channels, channels);
   if (n < 2) return s;
   Round round;
-  auto send = [&](int r, int d, int block, int c) {
-    Step step = lowering::step(s, r, d, block, 1, c, Combine::replace, c);
-    if (!relays.empty()) step.via = relays[static_cast<std::size_t>(r) * n + d];
-    round.steps.push_back(step);
-  };
   for (int r = 0; r < n; ++r)
     for (int c = 0; c < channels; ++c) {
       if (!a2a) {
-        send(r, (r + 1) % n, r, c);
+        round.steps.push_back(lowering::step(s, r, (r + 1) % n, r, 1, c, Combine::replace, c));
         continue;
       }
       for (int d = 0; d < n; ++d)
-        if (d != r) send(r, d, r * n + d, c);
+        if (d != r) round.steps.push_back(lowering::step(s, r, d, r * n + d, 1, c, Combine::replace, c));
     }
   s.rounds.push_back(std::move(round));
   return s;

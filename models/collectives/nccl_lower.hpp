@@ -47,10 +47,8 @@ Schedule lower_nvls(const CollectiveSpec& spec, const CollectiveContext& ctx, in
 /// SHARP switch, the switch returns the sum, heads broadcast it inside their node.
 Schedule lower_collnet(const CollectiveSpec& spec, const CollectiveContext& ctx, int channels,
                        const ChunkPolicy& chunks, bool chain);
-/// @brief alltoall / sendrecv as NCCL's p2p: one round, every rank sends each peer its block,
-/// through relays[src * ranks + dst] where that is a rank (nvb_relays; empty: none).
-Schedule lower_p2p(const CollectiveSpec& spec, const CollectiveContext& ctx, int channels,
-                   const std::vector<int>& relays);
+/// @brief alltoall / sendrecv as NCCL's p2p: one round, every rank sends each peer its block.
+Schedule lower_p2p(const CollectiveSpec& spec, const CollectiveContext& ctx, int channels);
 
 /// @brief Pipelined stages: in round t every channel's edge e moves chunk t - e.stage.
 void append_staged(Schedule& s, const std::vector<std::vector<StagedEdge>>& per_channel, int chunks);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "models/collectives/lowering.hpp"
+#include "models/collectives/nccl_versions.hpp"
 #include "models/collectives/ring_order.hpp"
 
 namespace stepsim::models::nccl {
@@ -118,14 +119,16 @@ std::vector<int> nvb_relays(const CollectiveContext& ctx) {
   return relays;
 }
 
-MeshRings nccl_mesh_rings(const CollectiveContext& ctx) {
+bool nvb_paths(const CollectiveContext& ctx) { return nccl_version(ctx.options).era >= Era::v2_8; }
+
+MeshRings nccl_mesh_rings(const CollectiveContext& ctx, bool nvb) {
   const std::vector<std::vector<int>> nodes = lowering::ranks_by_node(ctx);
   if (nodes.size() != 1 || nodes.front().size() < 2 || nodes.front().size() > kMaxMeshGpus) return {};
   const std::vector<int>& group = nodes.front();
   const NvlinkMesh mesh = nvlink_mesh(ctx, group);
   if (mesh.gpus == 0) return {};
   MeshRings rings = search_mesh_rings(mesh, search_speeds(ctx.platform.gpu().sm_version, false),
-                                      kMaxGraphChannels, false);
+                                      kMaxGraphChannels, nvb);
   for (std::vector<int>& ring : rings.rings)
     for (int& g : ring) g = group[static_cast<std::size_t>(g)];
   return rings;
@@ -156,7 +159,7 @@ NcclSystem nccl_system(const CollectiveContext& ctx) {
     if (sys.intra_bw <= 0) sys.intra_bw = 12.0;
     return sys;
   }
-  if (const MeshRings mesh = nccl_mesh_rings(ctx); mesh.channels > 0) {
+  if (const MeshRings mesh = nccl_mesh_rings(ctx, nvb_paths(ctx)); mesh.channels > 0) {
     // typeIntra NVB takes the PCI rows of hwLat (tuning.cc: intraHw is NVLINK only for NVL).
     sys.intra = mesh.nvb ? IntraPath::pcie : IntraPath::nvlink;
     sys.mesh_ring_channels = mesh.channels;

@@ -27,12 +27,15 @@ NcclSystem nccl_system(const CollectiveContext& ctx);
 
 /// @brief NCCL's ring graph on a single-node allocation whose GPUs are joined by direct
 /// NVLinks and no NVSwitch (search_mesh_rings with NCCL HEAD's intra-node speed array;
-/// rings hold ranks). channels = 0 for NVSwitch nodes, several nodes, more than
-/// kMaxMeshGpus ranks, or when no ring runs on direct NVLinks alone: the ring then goes over
-/// PCIe. NVB ring hops stay off: NCCL 2.8+'s search may also place a ring hop on a path
-/// relayed through an intermediate GPU (p2p.cc "P2P/indirect"), which is not modelled for
-/// rings (p2p relays are: nvb_relays), and the NCCL of the Blink paper had none.
-MeshRings nccl_mesh_rings(const CollectiveContext& ctx);
+/// rings hold ranks). With `nvb`, hops may also take NVB paths (two NVLinks through another
+/// GPU, relayed through its memory: nvb_relays) when no ring runs on direct NVLinks alone.
+/// channels = 0 for NVSwitch nodes, several nodes, more than kMaxMeshGpus ranks, or when no
+/// ring is found: the ring then goes over PCIe.
+MeshRings nccl_mesh_rings(const CollectiveContext& ctx, bool nvb);
+
+/// @brief Whether the selected NCCL release has NVB paths (2.8+; the NCCL of the Blink
+/// paper, 2.4, had none).
+bool nvb_paths(const CollectiveContext& ctx);
 
 /// @brief NVLinks NCCL counts between the GPUs of ranks `a` and `b` (paths.cc path->bw over
 /// topo.h's per-link figure, through an NVSwitch too); 0 when their route is not all NVLink.

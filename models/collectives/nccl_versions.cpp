@@ -170,6 +170,11 @@ std::vector<std::string> known_versions() {
   return out;
 }
 
+const VersionConstants& nccl_version(const AlgorithmOptions& options) {
+  auto it = options.extra.find("version");
+  return it == options.extra.end() ? head_version() : nccl_version(it->second);
+}
+
 const VersionConstants& nccl_version(const std::string& version) {
   // "2.20.5" and "2.20.5-1" select "2.20": compare major.minor only.
   std::string key = version;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "models/algorithm.hpp"
 #include "models/collectives/nccl_tuning.hpp"
 
 namespace stepsim::models::nccl {
@@ -58,6 +59,8 @@ struct VersionConstants {
 const VersionConstants& nccl_version(const std::string& version);
 /// @brief NCCL HEAD (2.30.7), the default.
 const VersionConstants& head_version();
+/// @brief The release an algorithm's options select (`version=2.18`), HEAD by default.
+const VersionConstants& nccl_version(const AlgorithmOptions& options);
 /// @brief Every accepted key, oldest first.
 std::vector<std::string> known_versions();
 

@@ -119,9 +119,9 @@ struct Job {
 
 Job job(const platforms::Platform& platform, const std::vector<int>& gpus) { return {platform, {gpus}, {}}; }
 
-// From the preset: the full DGX-1V gets the 6 x 20 GB/s ring graph; GPUs {0, 1, 4} (no
-// NVLink 1-4) and {0, 1, 6} (none from 6 to 0 or 1) ring over PCIe, below NCCL's Gen3 x16
-// 12 GB/s (the ring crosses the CPU).
+// From the preset: the full DGX-1V gets the 6 x 20 GB/s ring graph; with NCCL 2.4 (no NVB
+// paths) GPUs {0, 1, 4} (no NVLink 1-4) and {0, 1, 6} (none from 6 to 0 or 1) ring over
+// PCIe, below NCCL's Gen3 x16 12 GB/s (the ring crosses the CPU).
 TEST(NcclGraphSearch, PresetGraphsAndPcieFallback) {
   const platforms::Platform platform = platforms::load_platform("dgx1-v100", {});
   const nccl::NcclSystem full = nccl::nccl_system(job(platform, {0, 1, 2, 3, 4, 5, 6, 7}).context());
@@ -133,11 +133,40 @@ TEST(NcclGraphSearch, PresetGraphsAndPcieFallback) {
   EXPECT_NEAR(tuning.choice.bus_bw, 120.0, 1e-9);
 
   for (const std::vector<int>& gpus : {std::vector<int>{0, 1, 4}, std::vector<int>{0, 1, 6}}) {
-    const nccl::NcclSystem split = nccl::nccl_system(job(platform, gpus).context());
+    Job split_job = job(platform, gpus);
+    split_job.options.extra["version"] = "2.4";
+    const nccl::NcclSystem split = nccl::nccl_system(split_job.context());
     EXPECT_EQ(split.mesh_ring_channels, 0);
     EXPECT_EQ(split.intra, nccl::IntraPath::pcie);
     EXPECT_LT(split.intra_bw, 12.0);
   }
+  // GPU 6 has no NVLink to 0 or 1 and no rank of the job relays for it: PCIe with HEAD too.
+  EXPECT_EQ(nccl::nccl_system(job(platform, {0, 1, 6}).context()).mesh_ring_channels, 0);
+}
+
+// NCCL 2.8+ closes {0, 1, 4} with the NVB path 1 -> 0 -> 4 (one 20 GB/s ring, PCI latency
+// rows as NCCL's typeIntra NVB takes); the ring's hops between 1 and 4 relay through GPU 0's
+// memory and cross only NVLinks.
+TEST(NcclGraphSearch, NvbRingRelaysThroughTheCommonNeighbour) {
+  const platforms::Platform platform = platforms::load_platform("dgx1-v100", {});
+  const Job triple = job(platform, {0, 1, 4});
+  const nccl::NcclSystem sys = nccl::nccl_system(triple.context());
+  EXPECT_EQ(sys.mesh_ring_channels, 1);
+  EXPECT_DOUBLE_EQ(sys.mesh_ring_bw, 20.0);
+  EXPECT_EQ(sys.intra, nccl::IntraPath::pcie);
+
+  const CollectiveContext ctx = triple.context();
+  Schedule s;
+  const CollectiveSpec spec{CollectiveOp::allreduce, 3, 256.0 * 1024 * 1024, 0};
+  ASSERT_EQ(test_support::lower_and_check("nccl", spec, ctx, &s), std::nullopt);
+  int relayed = 0;
+  for (const Round& round : s.rounds)
+    for (const Step& step : round.steps) {
+      const bool nvlinked = ctx.route(step.src, step.dst).worst == platforms::LinkType::nvlink;
+      EXPECT_EQ(step.via, nvlinked ? -1 : 0) << step.src << " -> " << step.dst;
+      relayed += step.via >= 0;
+    }
+  EXPECT_GT(relayed, 0);
 }
 
 // The allreduce schedule spreads its channels over the rings: on the full DGX-1V it sends
