@@ -23,9 +23,11 @@
 /// constants (nccl_versions.hpp); `gpus_per_thread=N` (nccl-tests -g N) charges the CPU
 /// thread's serial launch of N kernels (see launch_serialisation).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -204,12 +206,23 @@ class Nccl : public Algorithm {
     s.algorithm = std::string("nccl:") + (p2p ? "p2p" : nccl::to_string(e.algo)) + "/" + nccl::to_string(e.proto);
     // Every connection between GPUs without an NVLink of their own goes through the GPU
     // NCCL's NVB path crosses (p2p.cc picks the intermediate rank for any transport user).
+    std::string relay_note;
     if (nccl::nvb_paths(ctx)) {
       const std::vector<int> relays = nccl::nvb_relays(ctx);
+      std::set<std::array<int, 3>> relayed;
       for (Round& round : s.rounds)
         for (Step& step : round.steps)
-          if (!step.is_codec() && step.src < spec.ranks && step.dst < spec.ranks)
+          if (!step.is_codec() && step.src < spec.ranks && step.dst < spec.ranks) {
             step.via = relays[static_cast<std::size_t>(step.src) * spec.ranks + step.dst];
+            if (step.via >= 0) relayed.insert({step.src, step.via, step.dst});
+          }
+      if (!relayed.empty()) {
+        std::string pairs;
+        for (const auto& [a, via, b] : relayed)
+          pairs += (pairs.empty() ? "" : ", ") + std::to_string(a) + "->" + std::to_string(via) + "->" +
+                   std::to_string(b);
+        relay_note = "nccl NVB relays (P2P/indirect, ranks src->via->dst): " + pairs;
+      }
     }
 
     // Per-channel cap (bytes/s). Rings: a channel's link carries busBw / channels (each
@@ -259,7 +272,9 @@ class Nccl : public Algorithm {
                       fmt(", nvls %.0f x %.1f GB/s", tuning.graphs.nvls.channels, tuning.graphs.nvls.bw_intra));
     s.notes.push_back(fmt("nccl system: sm%.0f, %.0f node(s) x %.0f ranks, intra %.1f GB/s/GPU", sys.sm, sys.nodes,
                           sys.ppn, sys.intra_bw) +
-                      std::string(sys.intra == nccl::IntraPath::nvlink ? " NVLink" : " PCIe") +
+                      std::string(sys.intra == nccl::IntraPath::nvlink ? " NVLink"
+                                  : sys.mesh_ring_channels > 0 ? " NVB (NVLink via a GPU; PCI latency rows)"
+                                                               : " PCIe") +
                       (sys.nvswitch ? " (NVSwitch)" : "") + (sys.nvls ? ", NVLS" : "") +
                       (sys.collnet ? ", CollNet" : "") +
                       (sys.nodes > 1 ? fmt(", %.0f NIC(s) x %.1f GB/s", sys.nics_per_node, sys.nic_bw) : ""));
@@ -269,6 +284,7 @@ class Nccl : public Algorithm {
         others += std::string(" ") + nccl::to_string(alt.algo) + "/" + nccl::to_string(alt.proto) +
                   fmt("=%.1f", alt.time_us);
     s.notes.push_back(others);
+    if (!relay_note.empty()) s.notes.push_back(relay_note);
     return s;
   }
 };
