@@ -2,7 +2,9 @@
 // both legs, priced alike by both engines, loading both legs' links and contending there.
 #include <gtest/gtest.h>
 
+#include "models/algorithm.hpp"
 #include "platforms/config_error.hpp"
+#include "platforms/loader.hpp"
 #include "sim/tests/fixtures.hpp"
 
 namespace stepsim::sim::testing {
@@ -76,6 +78,27 @@ TEST(Relay, RelayMustBeAnotherRank) {
       }
     }
   }
+}
+
+// NCCL on DGX-1V GPUs 0, 1, 4 (no NVLink 1-4): the ring closes through GPU 0 and both engines
+// price it alike; at 256 MiB it runs at NCCL's NVB graph (one 20 GB/s ring: busbw within 1 %
+// of 20 GB/s) where the same ring over PCIe and QPI (NCCL 2.4) manages 4.
+TEST(Relay, NcclNvbRingOnDgx1BothEngines) {
+  const platforms::Platform platform = platforms::load_platform("dgx1-v100", {});
+  platforms::Allocation allocation;
+  allocation.gpus = {0, 1, 4};
+  const double bytes = 256.0 * 1024 * 1024;
+  auto busbw = [&](const std::string& version, const char* engine) {
+    models::CollectiveContext ctx{platform, allocation, {}};
+    ctx.options.extra["version"] = version;
+    const models::Schedule s = models::AlgorithmRegistry::instance().get("nccl").make()->lower(
+        {models::CollectiveOp::allreduce, 3, bytes, 0}, ctx);
+    return bytes / run_engine(engine, s, platform, allocation).time * models::busbw_factor(s.spec.op, 3) / 1e9;
+  };
+  const double analytical = busbw("2.29.2", "analytical");
+  EXPECT_NEAR(busbw("2.29.2", "event"), analytical, 1e-6 * analytical);
+  EXPECT_NEAR(analytical, 20.0, 0.2);
+  EXPECT_LT(busbw("2.4", "analytical"), 4.5);
 }
 
 }  // namespace
