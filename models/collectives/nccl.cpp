@@ -23,11 +23,9 @@
 /// constants (nccl_versions.hpp); `gpus_per_thread=N` (nccl-tests -g N) charges the CPU
 /// thread's serial launch of N kernels (see launch_serialisation).
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <optional>
-#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -204,26 +202,7 @@ class Nccl : public Algorithm {
       s = nccl::lower_collnet(spec, ctx, channels, chunks, e.algo == Algo::collnet_chain);
     }
     s.algorithm = std::string("nccl:") + (p2p ? "p2p" : nccl::to_string(e.algo)) + "/" + nccl::to_string(e.proto);
-    // Every connection between GPUs without an NVLink of their own goes through the GPU
-    // NCCL's NVB path crosses (p2p.cc picks the intermediate rank for any transport user).
-    std::string relay_note;
-    if (nccl::nvb_paths(ctx)) {
-      const std::vector<int> relays = nccl::nvb_relays(ctx);
-      std::set<std::array<int, 3>> relayed;
-      for (Round& round : s.rounds)
-        for (Step& step : round.steps)
-          if (!step.is_codec() && step.src < spec.ranks && step.dst < spec.ranks) {
-            step.via = relays[static_cast<std::size_t>(step.src) * spec.ranks + step.dst];
-            if (step.via >= 0) relayed.insert({step.src, step.via, step.dst});
-          }
-      if (!relayed.empty()) {
-        std::string pairs;
-        for (const auto& [a, via, b] : relayed)
-          pairs += (pairs.empty() ? "" : ", ") + std::to_string(a) + "->" + std::to_string(via) + "->" +
-                   std::to_string(b);
-        relay_note = "nccl NVB relays (P2P/indirect, ranks src->via->dst): " + pairs;
-      }
-    }
+    const std::string relay_note = nccl::nvb_paths(ctx) ? nccl::relay_nvb_hops(s, ctx) : std::string();
 
     // Per-channel cap (bytes/s). Rings: a channel's link carries busBw / channels (each
     // rank sends one block per step). Pipelined layouts: each rank moves the whole buffer

@@ -2,7 +2,10 @@
 #include "models/collectives/nccl_topology.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "models/collectives/lowering.hpp"
 #include "models/collectives/nccl_versions.hpp"
@@ -117,6 +120,22 @@ std::vector<int> nvb_relays(const CollectiveContext& ctx) {
       }
   }
   return relays;
+}
+
+std::string relay_nvb_hops(Schedule& s, const CollectiveContext& ctx) {
+  const int n = ctx.ranks();
+  const std::vector<int> relays = nvb_relays(ctx);
+  std::set<std::array<int, 3>> relayed;
+  for (Round& round : s.rounds)
+    for (Step& step : round.steps)
+      if (!step.is_codec() && step.src < n && step.dst < n) {
+        step.via = relays[static_cast<std::size_t>(step.src) * n + step.dst];
+        if (step.via >= 0) relayed.insert({step.src, step.via, step.dst});
+      }
+  std::string pairs;
+  for (const auto& [a, via, b] : relayed)
+    pairs += (pairs.empty() ? "" : ", ") + std::to_string(a) + "->" + std::to_string(via) + "->" + std::to_string(b);
+  return pairs.empty() ? "" : "nccl NVB relays (P2P/indirect, ranks src->via->dst): " + pairs;
 }
 
 bool nvb_paths(const CollectiveContext& ctx) { return nccl_version(ctx.options).era >= Era::v2_8; }

@@ -2,7 +2,11 @@
 /// @file What NCCL's topology detection would find on a stepsim platform + allocation, in
 /// NCCL's own figures (topo.h link bandwidths, not the preset's wire rates).
 ///
-/// Contract: pure; reads only the platform's GPU model, routes, NICs and fabric flags.
+/// Contract: pure (relay_nvb_hops writes only the schedule it is given); reads only the
+/// platform's GPU model, routes, NICs and fabric flags.
+#include <string>
+#include <vector>
+
 #include "models/algorithm.hpp"
 #include "models/collectives/nccl_graph_search.hpp"
 #include "models/collectives/nccl_tuning.hpp"
@@ -46,6 +50,11 @@ int nvlink_count(const CollectiveContext& ctx, int a, int b);
 /// (the fewer of the two link counts; ties to the lowest rank), as paths.cc's PATH_NVB;
 /// relays[a * ranks + b] = that rank or -1 (a direct or no NVLink path, another node).
 std::vector<int> nvb_relays(const CollectiveContext& ctx);
+
+/// @brief Sets `via` on every transfer of `s` between ranks that nvb_relays relays: NCCL's
+/// transports connect such GPUs through the intermediate GPU whatever the algorithm. Returns
+/// a note listing the relays ("" when none).
+std::string relay_nvb_hops(Schedule& s, const CollectiveContext& ctx);
 
 /// @brief NCCL's PCIe figure per byte/s of PCIe wire rate: Gen3 x16 moves 15.75 GB/s
 /// (8 GT/s x 16 lanes x 128/130 / 8) and NCCL models it as 12 GB/s (topo.h).
