@@ -98,9 +98,8 @@ int nvlink_count(const CollectiveContext& ctx, int a, int b) {
   return std::max(1, static_cast<int>(nccl_route_bw(ctx.platform, route) / per_link));
 }
 
-std::vector<int> nvb_relays(const CollectiveContext& ctx) {
-  const int n = ctx.ranks();
-  std::vector<int> relays(static_cast<std::size_t>(n) * n, -1);
+std::map<std::pair<int, int>, int> nvb_relays(const CollectiveContext& ctx) {
+  std::map<std::pair<int, int>, int> relays;
   for (const std::vector<int>& node : lowering::ranks_by_node(ctx)) {
     std::vector<int> links(node.size() * node.size(), 0);
     for (std::size_t i = 0; i < node.size(); ++i)
@@ -114,7 +113,7 @@ std::vector<int> nvb_relays(const CollectiveContext& ctx) {
           const int width = std::min(links[i * node.size() + m], links[m * node.size() + j]);
           if (width > best) {
             best = width;
-            relays[static_cast<std::size_t>(node[i]) * n + node[j]] = node[m];
+            relays[{node[i], node[j]}] = node[m];
           }
         }
       }
@@ -123,15 +122,17 @@ std::vector<int> nvb_relays(const CollectiveContext& ctx) {
 }
 
 std::string relay_nvb_hops(Schedule& s, const CollectiveContext& ctx) {
-  const int n = ctx.ranks();
-  const std::vector<int> relays = nvb_relays(ctx);
+  const std::map<std::pair<int, int>, int> relays = nvb_relays(ctx);
+  if (relays.empty()) return "";
   std::set<std::array<int, 3>> relayed;
   for (Round& round : s.rounds)
-    for (Step& step : round.steps)
-      if (!step.is_codec() && step.src < n && step.dst < n) {
-        step.via = relays[static_cast<std::size_t>(step.src) * n + step.dst];
-        if (step.via >= 0) relayed.insert({step.src, step.via, step.dst});
-      }
+    for (Step& step : round.steps) {
+      if (step.is_codec()) continue;
+      const auto relay = relays.find({step.src, step.dst});
+      if (relay == relays.end()) continue;
+      step.via = relay->second;
+      relayed.insert({step.src, step.via, step.dst});
+    }
   std::string pairs;
   for (const auto& [a, via, b] : relayed)
     pairs += (pairs.empty() ? "" : ", ") + std::to_string(a) + "->" + std::to_string(via) + "->" + std::to_string(b);

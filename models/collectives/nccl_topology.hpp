@@ -4,7 +4,9 @@
 ///
 /// Contract: pure (relay_nvb_hops writes only the schedule it is given); reads only the
 /// platform's GPU model, routes, NICs and fabric flags.
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/algorithm.hpp"
@@ -45,11 +47,12 @@ bool nvb_paths(const CollectiveContext& ctx);
 /// topo.h's per-link figure, through an NVSwitch too); 0 when their route is not all NVLink.
 int nvlink_count(const CollectiveContext& ctx, int a, int b);
 
-/// @brief NCCL 2.8+'s relays (p2p.cc "P2P/indirect"): for each pair of ranks of one node
-/// with no NVLink between them, the rank of that node whose NVLinks to both are widest
-/// (the fewer of the two link counts; ties to the lowest rank), as paths.cc's PATH_NVB;
-/// relays[a * ranks + b] = that rank or -1 (a direct or no NVLink path, another node).
-std::vector<int> nvb_relays(const CollectiveContext& ctx);
+/// @brief NCCL 2.8+'s relays (p2p.cc "P2P/indirect"): for each pair of ranks (a, b) of one
+/// node with no NVLink between them, the rank of that node whose NVLinks to both are widest
+/// (the fewer of the two link counts; ties to the lowest rank), as paths.cc's PATH_NVB. Pairs
+/// with a direct or no NVLink path, or on different nodes, are absent (so NVSwitch nodes and
+/// PCIe boxes have none, whatever the rank count).
+std::map<std::pair<int, int>, int> nvb_relays(const CollectiveContext& ctx);
 
 /// @brief Sets `via` on every transfer of `s` between ranks that nvb_relays relays: NCCL's
 /// transports connect such GPUs through the intermediate GPU whatever the algorithm. Returns
