@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -139,21 +139,26 @@ const platforms::Route& PreparedSchedule::relayed_route(int src, int via, int ds
 }
 
 std::vector<LinkUsage> PreparedSchedule::link_usage() const {
-  std::map<int, LinkUsage> by_link;
+  // Indexed by link id: big schedules cross each link many times.
+  std::vector<LinkUsage> by_link(static_cast<std::size_t>(platform_.link_count()));
+  std::vector<bool> used(by_link.size(), false);
   for (const PreparedRound& round : rounds_) {
     for (const PreparedStep& step : round.steps) {
       const Bytes bytes = step.wire_bytes * round.repeat;
       if (step.codec || bytes == 0) continue;
       for (const platforms::Hop& hop : step.route->hops) {
-        LinkUsage& usage = by_link[hop.link];
-        usage.link = hop.link;
+        LinkUsage& usage = by_link[static_cast<std::size_t>(hop.link)];
+        used[static_cast<std::size_t>(hop.link)] = true;
         (hop.forward ? usage.bytes_forward : usage.bytes_backward) += bytes;
       }
     }
   }
   std::vector<LinkUsage> result;
-  result.reserve(by_link.size());
-  for (const auto& [link, usage] : by_link) result.push_back(usage);
+  for (std::size_t link = 0; link < by_link.size(); ++link)
+    if (used[link]) {
+      by_link[link].link = static_cast<int>(link);
+      result.push_back(by_link[link]);
+    }
   return result;
 }
 

@@ -78,6 +78,9 @@ std::vector<std::vector<std::vector<int>>> channel_node_orders(const CollectiveC
 
 void append_staged(Schedule& s, const std::vector<std::vector<StagedEdge>>& per_channel, int chunks) {
   const int depth = staged_depth(per_channel);
+  // Rounds depth-1 .. chunks-1 hold every edge, each on the chunk one after the previous
+  // round's: one compact round repeated with block_shift 1 (fill and drain stay explicit).
+  const int steady_first = depth - 1, steady_last = chunks - 1;
   for (int t = 0; t + 1 < chunks + depth; ++t) {
     Round round;
     for (std::size_t c = 0; c < per_channel.size(); ++c)
@@ -87,6 +90,11 @@ void append_staged(Schedule& s, const std::vector<std::vector<StagedEdge>>& per_
         const int ch = static_cast<int>(c);
         round.steps.push_back(lowering::step(s, e.src, e.dst, chunk, 1, ch, e.combine, ch));
       }
+    if (t == steady_first && steady_last > steady_first) {
+      round.repeat = steady_last - steady_first + 1;
+      round.block_shift = 1;
+      t = steady_last;
+    }
     if (!round.steps.empty()) s.rounds.push_back(std::move(round));
   }
 }
