@@ -5,11 +5,13 @@
 /// duplex, or one shared capacity when half duplex) and shared by every schedule that crosses
 /// it, so concurrent schedules contend. Hosts are platform vertices that are some schedule's
 /// endpoint (GPUs, in-network reduction switches), and each (src, dst) vertex pair that a
-/// step uses gets its route. A protocol's per-step cap bounds each flow on its own: flows
-/// move wire_bytes / efficiency (ScheduleFlows), so the bound is cap / efficiency, a FATPIPE
-/// link on the route (one per route). Routes belong to host pairs, so schedules with different bounds get
-/// different hosts for the same vertex: one SimgridNetwork zone per distinct bound (no bound
-/// is a zone of its own). Construct at most one per process (SimgridNetwork's rule).
+/// step uses gets its route; a step relayed through a GPU gets a host pair of its own, whose
+/// route crosses both legs. A protocol's per-step cap bounds each flow on its own: flows move
+/// wire_bytes / efficiency (ScheduleFlows), so the bound is cap / efficiency, a FATPIPE link
+/// on the route (one per route, so that it joins no flows that share no physical link).
+/// Routes belong to host pairs, so schedules with different bounds get different hosts for
+/// the same vertex: one SimgridNetwork zone per distinct bound (no bound is a zone of its
+/// own). Construct at most one per process (SimgridNetwork's rule).
 #include <cstddef>
 #include <memory>
 #include <vector>
