@@ -15,6 +15,8 @@
 #include <numeric>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "platforms/config_error.hpp"
 #include "workloads/generators/dlrm_sharding.hpp"
 #include "workloads/workload.hpp"
@@ -139,6 +141,8 @@ struct DlrmConfig {
   Dtype dtype = Dtype::fp32;         // GEMM math; fp16 / bf16 = AMP
   Dtype embedding_dtype = Dtype::fp32;
   bool cuda_graphs = false;
+  bool graph_forward_backward = false;     // training.graph_scope: forward_backward
+  bool sparse_embedding_gradient = false;  // training.embedding_gradient: sparse
   Bytes ddp_bucket = 25.0 * 1024 * 1024;
   std::string plan = "table_wise";
   std::string planner = "size_lookup_greedy";
@@ -297,7 +301,8 @@ class ConfigReader {
 
   void read_training(const YAML::Node& t) {
     const std::string path = "training";
-    r_.check_keys(t, path, {"global_batch", "dtype", "embedding_dtype", "optimizer", "cuda_graphs", "ddp_bucket"});
+    r_.check_keys(t, path, {"global_batch", "dtype", "embedding_dtype", "optimizer", "cuda_graphs", "graph_scope",
+                            "embedding_gradient", "ddp_bucket"});
     c_.global_batch = r_.get_int(r_.require(t, path, "global_batch"), path + ".global_batch", 1);
     if (t["dtype"])
       c_.dtype = models::parse_dtype(r_.get_choice(t["dtype"], path + ".dtype", {"fp32", "tf32", "fp16", "bf16"}),
@@ -310,6 +315,20 @@ class ConfigReader {
     // update; MLPs: fused SGD); other optimizers would add state memory and update traffic.
     if (t["optimizer"]) r_.get_choice(t["optimizer"], path + ".optimizer", {"sgd"});
     if (t["cuda_graphs"]) c_.cuda_graphs = r_.get_bool(t["cuda_graphs"], path + ".cuda_graphs");
+    // What the graph holds: the whole iteration, or (NVIDIA DLE's CudaGraphWrapper) forward and
+    // backward only, the weight update then launched kernel by kernel.
+    if (t["graph_scope"]) {
+      c_.graph_forward_backward =
+          r_.get_choice(t["graph_scope"], path + ".graph_scope", {"iteration", "forward_backward"}) == "forward_backward";
+      if (!c_.cuda_graphs)
+        r_.fail(path + ".graph_scope", t["graph_scope"], "graph_scope needs cuda_graphs: true",
+                "set training.cuda_graphs: true, or drop graph_scope");
+    }
+    // How the embeddings' gradient reaches their rows: one fused backward-and-SGD pass (FBGEMM,
+    // TorchRec), or PyTorch's sparse COO gradient that the optimizer applies (DLE joint_sparse).
+    if (t["embedding_gradient"])
+      c_.sparse_embedding_gradient =
+          r_.get_choice(t["embedding_gradient"], path + ".embedding_gradient", {"fused", "sparse"}) == "sparse";
     if (t["ddp_bucket"]) {
       c_.ddp_bucket = r_.get_size(t["ddp_bucket"], path + ".ddp_bucket");
       if (!(c_.ddp_bucket > 0))
@@ -466,6 +485,14 @@ class RankBuilder {
     op.name = tb_.name(name);
     op.collective = tb_.collective(call);
     p_.ops.push_back(op);
+  }
+  /// CPU time before the next op (a kernel launched outside the CUDA graph).
+  void cpu(const std::string& name, Seconds duration) {
+    p_.ops.push_back(Op{.kind = OpKind::cpu, .name = tb_.name(name), .duration = duration});
+  }
+  /// The CPU waits for the whole device (a GPU value read on the host).
+  void device_sync(const std::string& name) {
+    p_.ops.push_back(Op{.kind = OpKind::sync, .stream = -1, .name = tb_.name(name), .event = -1});
   }
   Program take() { return std::move(p_); }
 
@@ -774,9 +801,19 @@ class DlrmBuilder {
       bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op);
     }
     if (plan_.kind != ShardingKind::data_parallel) buckets.flush();  // the bottom MLP's were the last
-    // FBGEMM's / NVIDIA's sparse backward applies SGD to the looked-up rows in the same kernel.
+    const bool sparse = sparse_gradient();
     for (std::size_t g = 0; g < groups.size(); ++g) {
-      rank.kernel("embedding_backward" + suffix(g), embedding("embedding_backward", groups[g], lookup_batch_));
+      if (sparse) {
+        // PyTorch's sparse COO gradient: the pooled gradient (cast back to the fp32 weights'
+        // type under AMP), one row per lookup (a view for one-hot features, a copy for bags).
+        const double pooled = lookup_batch_ * groups[g].tables * groups[g].dim;
+        if (act_bytes_ < 4) rank.kernel("embedding_grad_cast" + suffix(g), pass_spec(pooled, act_bytes_, 4));
+        if (groups[g].pooling > 1)
+          rank.kernel("embedding_grad_rows" + suffix(g), pass_spec(pooled * groups[g].pooling, 4, 4));
+      } else {
+        // FBGEMM's / NVIDIA's fused backward applies SGD to the looked-up rows in the same kernel.
+        rank.kernel("embedding_backward" + suffix(g), embedding("embedding_backward", groups[g], lookup_batch_));
+      }
       // Replicated tables (TorchRec's data_parallel) get dense gradients that DDP allreduces
       // with the MLPs' and a separate optimizer step.
       if (plan_.kind == ShardingKind::data_parallel) {
@@ -788,8 +825,47 @@ class DlrmBuilder {
     buckets.flush();
     buckets_ = buckets.count();
     if (buckets.count() > 0) rank.handoff(kAllreduce, kCompute, "gradients_reduced");
-    rank.kernel("optimizer", sgd_spec(dense_params));
+    weight_update(rank, groups, dense_params, suffix);
     return flops;
+  }
+
+  bool sparse_gradient() const {
+    return c_.sparse_embedding_gradient && plan_.kind != ShardingKind::data_parallel;
+  }
+
+  /// The optimizer steps. Inside the graph, or (graph_scope forward_backward, NVIDIA DLE's
+  /// main.py) launched one by one afterwards: under AMP, GradScaler.step unscales the MLP
+  /// gradients and reads their inf flag on the CPU (a device sync) before FusedSGD; then
+  /// GradScaler.unscale_ and torch.optim.SGD treat the embeddings' sparse gradient (values
+  /// scaled by -lr, then index_add into the rows).
+  template <typename Suffix>
+  void weight_update(RankBuilder& rank, const std::vector<LookupGroup>& groups, double dense_params,
+                     const Suffix& suffix) const {
+    const bool eager = c_.graph_forward_backward;
+    const bool amp = act_bytes_ < 4;
+    const auto launch = [&](const std::string& name, KernelSpec spec) {
+      if (eager) rank.cpu(name + ".launch", LaunchModel{}.cpu_launch);
+      rank.kernel(name, std::move(spec));
+    };
+    if (eager && amp) {
+      launch("grad_scaler.unscale", pass_spec(dense_params, 4, 4));
+      rank.device_sync("grad_scaler.found_inf");
+    }
+    launch("optimizer", sgd_spec(dense_params));
+    if (!sparse_gradient()) return;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const double values = lookup_batch_ * groups[g].tables * groups[g].pooling * groups[g].dim;
+      if (eager && amp) launch("embedding_grad_unscale" + suffix(g), pass_spec(values, 4, 4));
+      launch("embedding_grad_scale_lr" + suffix(g), pass_spec(values, 4, 4));
+      launch("embedding_sgd" + suffix(g), embedding("embedding_backward", groups[g], lookup_batch_));
+    }
+  }
+
+  /// One memory-bound pass over fp32 `elements` (a cast, copy, scale or unscale).
+  static KernelSpec pass_spec(double elements, double bytes_read, double bytes_written) {
+    return KernelSpec{"elementwise", Dtype::fp32,
+                      {{"elements", elements}, {"bytes_read", bytes_read}, {"bytes_written", bytes_written}, {"flops", 1}},
+                      {}};
   }
 
   template <typename GemmOp>
@@ -858,11 +934,23 @@ class DlrmBuilder {
       notes.push_back("embedding lookups: one kernel per group of alike shards (up to " + std::to_string(max_groups_) +
                       " on a rank), where FBGEMM's table-batched kernel is one launch");
     if (c_.cuda_graphs)
-      notes.push_back("CUDA graphs: no CPU launch cost per kernel; the GPU-side gap between kernels stays Lin et "
-                      "al.'s 5 us (measured without graphs)");
-    notes.push_back("not modelled: TorchRec's input all-to-all of indices (its pipeline overlaps it with the previous "
-                    "iteration; NVIDIA's loader reads each GPU's indices directly), AMP casts and loss scaling, "
-                    "the data loader");
+      notes.push_back(std::string("CUDA graphs: no CPU launch cost per kernel") +
+                      (c_.graph_forward_backward
+                           ? " of the forward and backward; the weight update runs after the graph, each kernel "
+                             "launched by the CPU (" +
+                                 fmt::format("{:.0f} us each", LaunchModel{}.cpu_launch * 1e6) + ")" +
+                                 (act_bytes_ < 4 ? ", after GradScaler's inf check syncs the CPU with the device" : "")
+                           : "") +
+                      "; the GPU-side gap between kernels stays Lin et al.'s 5 us (measured without graphs)");
+    if (sparse_gradient())
+      notes.push_back("embedding gradient: PyTorch's sparse COO gradient (one fp32 row per lookup), scaled by -lr and "
+                      "index_added into the rows by torch.optim.SGD" +
+                      std::string(act_bytes_ < 4 ? ", after GradScaler unscales it" : "") +
+                      ", instead of one fused backward-and-update pass");
+    notes.push_back(std::string("not modelled: TorchRec's input all-to-all of indices (its pipeline overlaps it with the "
+                                "previous iteration; NVIDIA's loader reads each GPU's indices directly), ") +
+                    (c_.graph_forward_backward ? "AMP's casts of weights and activations" : "AMP casts and loss scaling") +
+                    ", the data loader and the host work between iterations");
   }
 
   /// The rank of every table and each rank's embedding lookup bytes per iteration, in the

@@ -3,6 +3,7 @@
 // and the bad-input catalogue.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <set>
@@ -417,11 +418,93 @@ TEST_F(Dlrm, BadInputNamesFilePathAndFix) {
        "0,1", {"test.yaml: index_distribution.histogram", "list of 17 fractions", "occur 1, 2, 3-4"}},
       {small_dlrm("{rows: [100]}", "{global_batch: 1024}", "sharding: {planner: best}\n"), "0,1",
        {"test.yaml: sharding.planner", "unknown value 'best'", "nvidia_dle"}},
+      {small_dlrm("{rows: [100]}", "{global_batch: 1024, graph_scope: forward_backward}"), "0,1",
+       {"test.yaml: training.graph_scope (line", "needs cuda_graphs: true", "set training.cuda_graphs: true"}},
+      {small_dlrm("{rows: [100]}", "{global_batch: 1024, embedding_gradient: dense}"), "0,1",
+       {"test.yaml: training.embedding_gradient", "unknown value 'dense'", "fused, sparse"}},
   };
   for (const Case& c : cases) {
     const std::string what = error(c.text, c.gpus);
     for (const std::string& part : c.expect) EXPECT_NE(what.find(part), std::string::npos) << part << "\n in: " << what;
   }
+}
+
+// ---------------------------------------------------------------- DLE's training loop
+
+// Names of rank `rank`'s ops in issue order, "cpu:" / "sync:" prefixed for host ops.
+std::vector<std::string> op_names(const Trace& t, int rank) {
+  std::vector<std::string> out;
+  for (const Op& o : t.program(rank).ops) {
+    if (o.kind == OpKind::kernel) out.push_back(t.names[o.name]);
+    if (o.kind == OpKind::cpu) out.push_back("cpu:" + t.names[o.name]);
+    if (o.kind == OpKind::sync) out.push_back("sync:" + t.names[o.name]);
+  }
+  return out;
+}
+
+// graph_scope forward_backward + sparse gradients under AMP, on 2 GPUs: after the backward the
+// CPU launches (4 us each) the dense unscale, syncs on GradScaler's inf flag, launches FusedSGD,
+// then per table group the sparse gradient's unscale, its -lr scaling and the index_add; the
+// backward only casts the fp16 pooled gradient back to fp32 (4 tables x 1024 samples x 16).
+TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
+  const Trace t = parse(small_dlrm("{rows: [100, 100, 100, 100]}",
+                                   "{global_batch: 1024, dtype: fp16, cuda_graphs: true, graph_scope: forward_backward, "
+                                   "embedding_gradient: sparse}"),
+                        "0,1");
+  EXPECT_EQ(t.launch.cpu_launch, 0);
+  const std::vector<std::string> names = op_names(t, 0);
+  const auto at = [&](const std::string& name) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    EXPECT_NE(it, names.end()) << name;
+    return it - names.begin();
+  };
+  EXPECT_LT(at("embedding_grad_cast"), at("cpu:grad_scaler.unscale.launch"));
+  EXPECT_LT(at("grad_scaler.unscale"), at("sync:grad_scaler.found_inf"));
+  EXPECT_LT(at("sync:grad_scaler.found_inf"), at("cpu:optimizer.launch"));
+  EXPECT_LT(at("optimizer"), at("embedding_grad_unscale"));
+  EXPECT_LT(at("embedding_grad_unscale"), at("embedding_grad_scale_lr"));
+  EXPECT_LT(at("embedding_grad_scale_lr"), at("embedding_sgd"));
+  EXPECT_EQ(names.back(), "embedding_sgd");
+  EXPECT_EQ(std::count(names.begin(), names.end(), "embedding_backward"), 0);
+  int launches = 0;
+  for (const Op& o : t.program(0).ops)
+    if (o.kind == OpKind::cpu) {
+      EXPECT_DOUBLE_EQ(o.duration, 4e-6);
+      ++launches;
+    }
+  EXPECT_EQ(launches, 5);   // unscale, optimizer, and the three embedding passes
+  // Pass sizes: the rank's tables (one group of alike ones) x the global batch x dim 16.
+  double tables = 0;
+  for (const auto* k : kernels(t, 0, "embedding_forward")) tables += k->param("tables");
+  ASSERT_GT(tables, 0);
+  for (const Op& o : t.program(0).ops) {
+    if (o.kind != OpKind::kernel) continue;
+    const std::string& name = t.names[o.name];
+    if (name == "embedding_grad_cast" || name == "embedding_grad_unscale" || name == "embedding_grad_scale_lr")
+      EXPECT_DOUBLE_EQ(t.kernels[o.kernel].param("elements"), 1024 * tables * 16) << name;
+  }
+}
+
+// In fp32 nothing is scaled: no unscale passes, no host sync, no cast; the fused default keeps
+// one embedding_backward per group and the optimizer inside the graph (no CPU launch).
+TEST_F(Dlrm, Fp32AndFusedDefaultsAddNoHostWork) {
+  const Trace fp32 = parse(small_dlrm("{rows: [100]}",
+                                      "{global_batch: 1024, cuda_graphs: true, graph_scope: forward_backward, "
+                                      "embedding_gradient: sparse}"),
+                           "0,1");
+  for (int r = 0; r < 2; ++r)
+    for (const std::string& n : op_names(fp32, r)) {
+      EXPECT_EQ(n.find("unscale"), std::string::npos) << n;
+      EXPECT_EQ(n.find("sync:"), std::string::npos) << n;
+      EXPECT_EQ(n.find("embedding_grad_cast"), std::string::npos) << n;
+    }
+  const Trace fused = parse(small_dlrm("{rows: [100]}", "{global_batch: 1024, dtype: fp16, cuda_graphs: true}"), "0,1");
+  for (int r = 0; r < 2; ++r)
+    for (const std::string& n : op_names(fused, r)) {
+      EXPECT_EQ(n.rfind("cpu:", 0), std::string::npos) << n;
+      EXPECT_EQ(n.rfind("sync:", 0), std::string::npos) << n;
+      EXPECT_EQ(n.rfind("embedding_sgd", 0), std::string::npos) << n;
+    }
 }
 
 TEST_F(Dlrm, AutoFallsBackToRowWise) {
