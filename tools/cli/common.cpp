@@ -15,7 +15,10 @@ void add_platform_options(CLI::App& command, PlatformArgs& args) {
   command.add_option("--fabric", args.options.fabric, "Inter-node fabric: fat-tree or rail-optimized")
       ->check(CLI::IsMember({"fat-tree", "rail-optimized"}));
   command.add_option("-p,--param", args.options.overrides,
-                     "Override a platform parameter, e.g. -p gpu.model=H200-SXM5-141GB");
+                     "Override a platform parameter, e.g. -p gpu.model=H200-SXM5-141GB")
+      ->expected(1)  // one KEY=VALUE per -p, so a positional argument after it stays positional
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 Bytes size_flag(const std::string& flag, const std::string& text, const std::string& example) {

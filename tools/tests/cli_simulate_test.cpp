@@ -49,6 +49,16 @@ TEST(CliSimulate, WorkloadOverridesChangeTheWorkAndPlatformOverridesTheTime) {
   EXPECT_GT(slower_hbm["iteration_time_s"].get<double>(), base["iteration_time_s"].get<double>());
 }
 
+// README's order: a -p between the platform and the workload takes one KEY=VALUE, so the
+// workload stays positional however many -p follow.
+TEST(CliSimulate, ParamBeforeTheWorkloadTakesOneValue) {
+  const auto before = simulate_json({"dgx-h100", "-p", "gpu.hbm_bandwidth=1TBps", "llama3-8b", "-p",
+                                     "workload.training.micro_batch=4"});
+  const auto after = simulate_json({"dgx-h100", "llama3-8b", "-p", "gpu.hbm_bandwidth=1TBps", "-p",
+                                    "workload.training.micro_batch=4"});
+  EXPECT_EQ(before["iteration_time_s"].get<double>(), after["iteration_time_s"].get<double>());
+}
+
 TEST(CliSimulate, SameInputSameOutputOnBothEngines) {
   const std::vector<std::string> args = {"simulate", "dgx-a100", "example-trace", "--format", "json"};
   const RunResult first = run_stepsim(args), second = run_stepsim(args);
