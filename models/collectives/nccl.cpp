@@ -21,7 +21,8 @@
 /// Simple`, `nvls=off` and `channels` force NCCL's choice (NCCL_ALGO / NCCL_PROTO /
 /// NCCL_NVLS_ENABLE / NCCL_MIN/MAX_NCHANNELS); `version=2.18` picks that release's tuning
 /// constants (nccl_versions.hpp); `gpus_per_thread=N` (nccl-tests -g N) charges the CPU
-/// thread's serial launch of N kernels (see launch_serialisation).
+/// thread's serial launch of N kernels (see launch_serialisation); `caller=torch` a
+/// torch.distributed call's host time (see caller_overhead).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -84,10 +85,22 @@ Seconds launch_serialisation(const AlgorithmOptions& options, int ranks) {
   return (std::min(n, ranks) - 1) * kLaunchCall;
 }
 
+/// `caller=torch`: the collective is one torch.distributed call on an otherwise idle device
+/// (PyTorch-level benchmarks such as stas00's all_reduce_bench.py): before NCCL launches, the
+/// CPU spends Lin et al.'s mean per-op gap T1 (21 us, papers.md §3.1) in PyTorch, and the
+/// device waits for it. `caller=nccl` (default): NCCL's API called directly, as nccl-tests does.
+Seconds caller_overhead(const AlgorithmOptions& options) {
+  auto it = options.extra.find("caller");
+  if (it == options.extra.end() || it->second == "nccl") return 0;
+  if (it->second == "torch") return 21e-6;
+  throw ConfigError("--algo nccl option 'caller'", "expected nccl or torch, got '" + it->second + "'",
+                    "write caller=torch for torch.distributed calls, caller=nccl for nccl-tests");
+}
+
 nccl::Forced forced_choice(const AlgorithmOptions& options) {
   nccl::Forced f;
   for (const auto& [key, value] : options.extra) {
-    if (key == "nvls" || key == "version" || key == "gpus_per_thread") continue;
+    if (key == "nvls" || key == "version" || key == "gpus_per_thread" || key == "caller") continue;
     if (key == "algo") {
       f.has_algo = true;
       f.algo = nccl::parse_algo(value);
@@ -95,7 +108,8 @@ nccl::Forced forced_choice(const AlgorithmOptions& options) {
       f.has_proto = true;
       f.proto = nccl::parse_proto(value);
     } else {
-      throw ConfigError("--algo nccl option '" + key + "'", "unknown option", "nccl accepts algo=, proto=, nvls=, version= and gpus_per_thread=");
+      throw ConfigError("--algo nccl option '" + key + "'", "unknown option",
+                        "nccl accepts algo=, proto=, nvls=, version=, gpus_per_thread= and caller=");
     }
   }
   f.channels = options.channels;
@@ -236,7 +250,7 @@ class Nccl : public Algorithm {
                               nccl::handover_us(e.algo, e.proto, sys.sm) * 1e-6;
     s.protocol.per_step_bandwidth_cap = per_channel * kGB * achieved;
     s.launch_latency = std::max(0.0, e.latency_us * fitted.latency_scale * 1e-6 - inherent_latency(s, ctx)) +
-                       launch_serialisation(ctx.options, spec.ranks);
+                       launch_serialisation(ctx.options, spec.ranks) + caller_overhead(ctx.options);
 
     s.notes.push_back(std::string("nccl choice: ") + s.algorithm + ", " + std::to_string(channels) +
                       " channels launched (graph has " + std::to_string(graph_channels) + "), " +

@@ -55,5 +55,32 @@ TEST(NcclLaunch, RejectsWhatIsNotAPositiveInteger) {
   for (const char* bad : {"0", "-2", "twelve", "12x"}) EXPECT_THROW(lower_dgx2(12, bad), ConfigError) << bad;
 }
 
+/// The same allgather with `caller=VALUE` ("" = option absent).
+Schedule lower_caller(const std::string& caller) {
+  const platforms::Platform platform = platforms::load_platform("dgx-h100", {});
+  platforms::Allocation allocation;
+  for (int g = 0; g < 8; ++g) allocation.gpus.push_back(g);
+  AlgorithmOptions options;
+  if (!caller.empty()) options.extra["caller"] = caller;
+  const CollectiveContext ctx{platform, allocation, options};
+  return AlgorithmRegistry::instance().get("nccl").make()->lower({CollectiveOp::allgather, 8, 8 * kMiB, 0}, ctx);
+}
+
+// One torch.distributed call: Lin et al.'s per-op host gap T1 (21 us) before NCCL launches;
+// nothing else changes. caller=nccl is nccl-tests' direct call, the default.
+TEST(NcclLaunch, TorchCallerAddsThePerOpHostGap) {
+  const Schedule direct = lower_caller("");
+  const Schedule torch = lower_caller("torch");
+  EXPECT_NEAR(torch.launch_latency - direct.launch_latency, 21e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(torch.protocol.per_step_bandwidth_cap, direct.protocol.per_step_bandwidth_cap);
+  EXPECT_DOUBLE_EQ(lower_caller("nccl").launch_latency, direct.launch_latency);
+  try {
+    lower_caller("jax");
+    ADD_FAILURE() << "caller=jax accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected nccl or torch, got 'jax'"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace stepsim::models
