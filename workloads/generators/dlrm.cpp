@@ -747,8 +747,14 @@ class DlrmBuilder {
     if (has_bottom(r))
       for (std::size_t i = 0; i < bottom.size(); ++i)
         gemm_op("bottom_mlp.fc" + std::to_string(i), bb, bottom[i].out, bottom[i].in);
-    for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t g = 0; g < groups.size(); ++g) {
       rank.kernel("embedding_forward" + suffix(g), embedding("embedding_forward", groups[g], lookup_batch_));
+      // PyTorch's embedding ops return the weights' fp32; under AMP the pooled rows are cast to
+      // fp16 for the all-to-all (fused kernels such as FBGEMM's write fp16 directly).
+      if (sparse_gradient() && act_bytes_ < 4)
+        rank.kernel("embedding_output_cast" + suffix(g),
+                    pass_spec(lookup_batch_ * groups[g].tables * groups[g].dim, 4, act_bytes_));
+    }
     const std::string exchange = plan_.kind == ShardingKind::row_wise ? "reduce_scatter" : "alltoall";
     const bool exchanges = n_ > 1 && plan_.kind != ShardingKind::data_parallel;
     const CollectiveCall forward_call =

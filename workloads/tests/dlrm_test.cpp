@@ -458,6 +458,8 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
     EXPECT_NE(it, names.end()) << name;
     return it - names.begin();
   };
+  EXPECT_LT(at("embedding_forward"), at("embedding_output_cast"));
+  EXPECT_LT(at("embedding_output_cast"), at("embedding_grad_cast"));
   EXPECT_LT(at("embedding_grad_cast"), at("cpu:grad_scaler.unscale.launch"));
   EXPECT_LT(at("grad_scaler.unscale"), at("sync:grad_scaler.found_inf"));
   EXPECT_LT(at("sync:grad_scaler.found_inf"), at("cpu:optimizer.launch"));
@@ -480,7 +482,8 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
   for (const Op& o : t.program(0).ops) {
     if (o.kind != OpKind::kernel) continue;
     const std::string& name = t.names[o.name];
-    if (name == "embedding_grad_cast" || name == "embedding_grad_unscale" || name == "embedding_grad_scale_lr")
+    if (name == "embedding_output_cast" || name == "embedding_grad_cast" || name == "embedding_grad_unscale" ||
+        name == "embedding_grad_scale_lr")
       EXPECT_DOUBLE_EQ(t.kernels[o.kernel].param("elements"), 1024 * tables * 16) << name;
   }
 }
@@ -497,6 +500,7 @@ TEST_F(Dlrm, Fp32AndFusedDefaultsAddNoHostWork) {
       EXPECT_EQ(n.find("unscale"), std::string::npos) << n;
       EXPECT_EQ(n.find("sync:"), std::string::npos) << n;
       EXPECT_EQ(n.find("embedding_grad_cast"), std::string::npos) << n;
+      EXPECT_EQ(n.find("embedding_output_cast"), std::string::npos) << n;
     }
   const Trace fused = parse(small_dlrm("{rows: [100]}", "{global_batch: 1024, dtype: fp16, cuda_graphs: true}"), "0,1");
   for (int r = 0; r < 2; ++r)
