@@ -761,11 +761,21 @@ class DlrmBuilder {
         plan_.kind == ShardingKind::row_wise
             ? call(models::CollectiveOp::reduce_scatter, reduce_scatter_bytes(), kEmbeddingGroup)
             : call(models::CollectiveOp::alltoall, n_ > 1 ? a2a_bytes() : 0, kEmbeddingGroup);
+    // NVIDIA DLE's hybrid parallel moves tensors with PyTorch ops around its all-to-all
+    // (dlrm/nn/parts.py DlrmBottom, dlrm/model/distributed.py BottomToTop): the rank's vectors
+    // are concatenated before it, the received ones after it, and the gradient is split into
+    // contiguous pieces before the backward one; each is a copy (read and write).
+    const bool dle_exchange = exchanges && c_.bottom_on_rank0;
+    const double sent_values = lookup_batch_ * a2a_width(r);
+    const double received_values = b * (features() + 1) * c_.embedding_dim;
+    if (dle_exchange && a2a_width(r) > c_.embedding_dim)
+      rank.kernel("exchange_input_cat", pass_spec(sent_values, act_bytes_, act_bytes_));
     if (exchanges) {
       rank.handoff(kCompute, kEmbeddingComm, "pooled_embeddings_ready");
       rank.collective(kEmbeddingComm, exchange + "_forward", forward_call);
       rank.handoff(kEmbeddingComm, kCompute, exchange + "_forward_done");
     }
+    if (dle_exchange) rank.kernel("exchange_output_cat", pass_spec(received_values, act_bytes_, act_bytes_));
     const double vectors = features() + 1;
     // Dot interaction: per sample the (F+1) x D matrix of bottom output and pooled embeddings
     // times its transpose (a batched GEMM); the lower triangle's gather and the concatenation
@@ -796,6 +806,7 @@ class DlrmBuilder {
               ? call(models::CollectiveOp::allgather, forward_call.bytes, kEmbeddingGroup)
               : forward_call;
       const std::string back = plan_.kind == ShardingKind::row_wise ? "allgather" : "alltoall";
+      if (dle_exchange) rank.kernel("exchange_grad_split", pass_spec(received_values, act_bytes_, act_bytes_));
       rank.handoff(kCompute, kEmbeddingComm, "embedding_grads_ready");
       rank.collective(kEmbeddingComm, back + "_backward", backward_call);
       // A data-parallel bottom MLP needs nothing from the exchange, so its backward overlaps

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -486,6 +487,32 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
         name == "embedding_grad_scale_lr")
       EXPECT_DOUBLE_EQ(t.kernels[o.kernel].param("elements"), 1024 * tables * 16) << name;
   }
+}
+
+// NVIDIA DLE's hybrid-parallel exchange (bottom_mlp: rank0) copies around its all-to-all: the
+// rank's vectors concatenated before it (global batch x its width), the received 5 vectors
+// after it and the gradient split before the backward one (local batch 512 x 5 x 16), 2 B
+// each under AMP. TorchRec's layout (data-parallel bottom MLP) copies nothing.
+TEST_F(Dlrm, DleExchangeCopiesAroundTheAlltoall) {
+  const std::string training = "{global_batch: 1024, dtype: fp16}";
+  const Trace t = parse(small_dlrm("{rows: [100, 100, 100, 100]}", training, "sharding: {bottom_mlp: rank0}\n"), "0,1");
+  for (int r = 0; r < 2; ++r) {
+    double tables = 0;
+    for (const auto* k : kernels(t, r, "embedding_forward")) tables += k->param("tables");
+    const double width = 16 * (tables + (r == 0 ? 1 : 0));
+    std::map<std::string, double> elements;
+    for (const Op& o : t.program(r).ops)
+      if (o.kind == OpKind::kernel && t.names[o.name].rfind("exchange_", 0) == 0)
+        elements[t.names[o.name]] = t.kernels[o.kernel].param("elements");
+    EXPECT_EQ(elements.count("exchange_input_cat"), width > 16 ? 1u : 0u) << r;
+    if (width > 16) EXPECT_DOUBLE_EQ(elements["exchange_input_cat"], 1024 * width) << r;
+    EXPECT_DOUBLE_EQ(elements["exchange_output_cat"], 512 * 5 * 16) << r;
+    EXPECT_DOUBLE_EQ(elements["exchange_grad_split"], 512 * 5 * 16) << r;
+  }
+  const Trace torchrec = parse(small_dlrm("{rows: [100, 100, 100, 100]}", training), "0,1");
+  for (int r = 0; r < 2; ++r)
+    for (const Op& o : torchrec.program(r).ops)
+      if (o.kind == OpKind::kernel) EXPECT_NE(torchrec.names[o.name].rfind("exchange_", 0), 0u) << torchrec.names[o.name];
 }
 
 // In fp32 nothing is scaled: no unscale passes, no host sync, no cast; the fused default keeps
