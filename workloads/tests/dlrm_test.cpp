@@ -444,7 +444,7 @@ std::vector<std::string> op_names(const Trace& t, int rank) {
 }
 
 // graph_scope forward_backward + sparse gradients under AMP, on 2 GPUs: after the backward the
-// CPU launches (4 us each) the dense unscale, syncs on GradScaler's inf flag, launches FusedSGD,
+// CPU launches (25 us each) the dense unscale, syncs on GradScaler's inf flag, launches FusedSGD,
 // then per table group the sparse gradient's unscale, its -lr scaling and the index_add; the
 // backward only casts the fp16 pooled gradient back to fp32 (4 tables x 1024 samples x 16).
 TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
@@ -472,7 +472,7 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
   int launches = 0;
   for (const Op& o : t.program(0).ops)
     if (o.kind == OpKind::cpu) {
-      EXPECT_DOUBLE_EQ(o.duration, 4e-6);
+      EXPECT_DOUBLE_EQ(o.duration, 21e-6 + 4e-6);   // Lin et al.'s op gap T1 + launch call T4
       ++launches;
     }
   EXPECT_EQ(launches, 5);   // unscale, optimizer, and the three embedding passes
