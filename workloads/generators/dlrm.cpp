@@ -966,11 +966,16 @@ class DlrmBuilder {
     if (sparse_gradient())
       notes.push_back("embedding gradient: PyTorch's sparse COO gradient (one fp32 row per lookup), scaled by -lr and "
                       "index_added into the rows by torch.optim.SGD" +
-                      std::string(act_bytes_ < 4 ? ", after GradScaler unscales it" : "") +
+                      std::string(act_bytes_ < 4 && c_.graph_forward_backward ? ", after GradScaler unscales it" : "") +
+                      std::string(act_bytes_ < 4 ? "; the fp32 pooled rows and their gradient cast to and from fp16" : "") +
                       ", instead of one fused backward-and-update pass");
+    if (c_.bottom_on_rank0 && n_ > 1 && plan_.kind != ShardingKind::data_parallel)
+      notes.push_back("NVIDIA DLE's exchange copies (one read and write each): a rank's vectors concatenated before the "
+                      "all-to-all, the received ones after it, the gradient split into contiguous pieces before the "
+                      "backward one");
     notes.push_back(std::string("not modelled: TorchRec's input all-to-all of indices (its pipeline overlaps it with the "
                                 "previous iteration; NVIDIA's loader reads each GPU's indices directly), ") +
-                    (c_.graph_forward_backward ? "AMP's casts of weights and activations" : "AMP casts and loss scaling") +
+                    (c_.graph_forward_backward ? "AMP's casts of the MLP weights" : "AMP casts and loss scaling") +
                     ", the data loader and the host work between iterations");
   }
 
