@@ -136,6 +136,7 @@ struct DlrmConfig {
   std::vector<int> top_mlp;          // output widths; the input is the interaction's output
   int embedding_dim = 0;
   std::string interaction = "dot";
+  bool fused_interaction = false;    // model.interaction_kernel: fused (NVIDIA's dot_based_interact)
   std::vector<TableEntry> tables;
   int global_batch = 0;
   Dtype dtype = Dtype::fp32;         // GEMM math; fp16 / bf16 = AMP
@@ -228,13 +229,22 @@ class ConfigReader {
   }
 
   void read_model(const YAML::Node& m, const IndexDistribution& distribution) {
-    r_.check_keys(m, "model", {"dense_features", "bottom_mlp", "top_mlp", "embedding_dim", "interaction", "tables"});
+    r_.check_keys(m, "model",
+                  {"dense_features", "bottom_mlp", "top_mlp", "embedding_dim", "interaction", "interaction_kernel", "tables"});
     c_.dense_features = r_.get_int(r_.require(m, "model", "dense_features"), "model.dense_features", 1);
     c_.bottom_mlp = read_widths(r_.require(m, "model", "bottom_mlp"), "model.bottom_mlp");
     c_.top_mlp = read_widths(r_.require(m, "model", "top_mlp"), "model.top_mlp");
     const YAML::Node dim = r_.require(m, "model", "embedding_dim");
     c_.embedding_dim = r_.get_int(dim, "model.embedding_dim", 1);
     if (m["interaction"]) c_.interaction = r_.get_choice(m["interaction"], "model.interaction", {"dot", "cat"});
+    // How the dot interaction runs: a batched GEMM (torch.bmm), or one fused kernel.
+    if (m["interaction_kernel"]) {
+      c_.fused_interaction =
+          r_.get_choice(m["interaction_kernel"], "model.interaction_kernel", {"gemm", "fused"}) == "fused";
+      if (c_.interaction != "dot")
+        r_.fail("model.interaction_kernel", m["interaction_kernel"], "interaction_kernel applies to interaction: dot",
+                "drop interaction_kernel, or use interaction: dot");
+    }
     read_tables(r_.require(m, "model", "tables"), distribution);
     // Dot products need one width: the bottom MLP's output is one of the interacting vectors.
     if (c_.interaction == "dot") {
@@ -780,9 +790,22 @@ class DlrmBuilder {
     if (dle_exchange) rank.kernel("exchange_output_cat", pass_spec(received_values, act_bytes_, act_bytes_));
     const double vectors = features() + 1;
     // Dot interaction: per sample the (F+1) x D matrix of bottom output and pooled embeddings
-    // times its transpose (a batched GEMM); the lower triangle's gather and the concatenation
-    // with the bottom output are fused into it (NVIDIA's dot_based_interact kernel).
-    if (c_.interaction == "dot") gemm_op("interaction", vectors, vectors, c_.embedding_dim, b);
+    // times its transpose: a batched GEMM (its backward one more), or NVIDIA's fused
+    // dot_based_interact kernels; the lower triangle's gather and the concatenation with the
+    // bottom output are part of it either way.
+    const auto interaction_op = [&](const std::string& name, bool backward) {
+      if (!c_.fused_interaction) {
+        if (backward) gemm_op(name, vectors, c_.embedding_dim, vectors, b);
+        else gemm_op(name, vectors, vectors, c_.embedding_dim, b);
+        return;
+      }
+      flops += 2 * b * vectors * vectors * c_.embedding_dim;   // as the GEMM form counts it
+      rank.kernel(name, KernelSpec{"dot_interaction", dt,
+                                   {{"batch", b}, {"vectors", vectors}, {"dim", static_cast<double>(c_.embedding_dim)},
+                                    {"backward", backward ? 1.0 : 0.0}},
+                                   {}});
+    };
+    if (c_.interaction == "dot") interaction_op("interaction", false);
     for (std::size_t i = 0; i < top.size(); ++i) gemm_op("top_mlp.fc" + std::to_string(i), b, top[i].out, top[i].in);
     rank.kernel("loss", loss_forward(b));
 
@@ -801,7 +824,7 @@ class DlrmBuilder {
     // DDP launches a bucket once its last gradient is ready: without the bottom MLP in DDP
     // (rank0), the top MLP's last partial bucket is complete here.
     if (c_.bottom_on_rank0) buckets.flush();
-    if (c_.interaction == "dot") gemm_op("interaction.backward", vectors, c_.embedding_dim, vectors, b);
+    if (c_.interaction == "dot") interaction_op("interaction.backward", true);
     if (exchanges) {
       const CollectiveCall backward_call =
           plan_.kind == ShardingKind::row_wise

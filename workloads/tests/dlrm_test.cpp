@@ -423,6 +423,10 @@ TEST_F(Dlrm, BadInputNamesFilePathAndFix) {
        {"test.yaml: training.graph_scope (line", "needs cuda_graphs: true", "set training.cuda_graphs: true"}},
       {small_dlrm("{rows: [100]}", "{global_batch: 1024, embedding_gradient: dense}"), "0,1",
        {"test.yaml: training.embedding_gradient", "unknown value 'dense'", "fused, sparse"}},
+      {"version: 1\nkind: dlrm\nmodel:\n  dense_features: 13\n  bottom_mlp: [32, 16]\n  top_mlp: [64, 1]\n"
+       "  embedding_dim: 16\n  interaction: cat\n  interaction_kernel: fused\n  tables: {rows: [100]}\n"
+       "training: {global_batch: 1024}\n",
+       "0,1", {"test.yaml: model.interaction_kernel (line", "applies to interaction: dot", "interaction: dot"}},
   };
   for (const Case& c : cases) {
     const std::string what = error(c.text, c.gpus);
@@ -536,6 +540,24 @@ TEST_F(Dlrm, Fp32AndFusedDefaultsAddNoHostWork) {
       EXPECT_EQ(n.rfind("sync:", 0), std::string::npos) << n;
       EXPECT_EQ(n.rfind("embedding_sgd", 0), std::string::npos) << n;
     }
+}
+
+// interaction_kernel fused: one dot_interaction kernel each way (forward, backward) instead of
+// the two batched GEMMs, with the same model FLOPs in the reported work.
+TEST_F(Dlrm, FusedInteractionIsOneKernelEachWay) {
+  const std::string gemm_form = small_dlrm();
+  std::string fused_form = gemm_form;
+  fused_form.replace(fused_form.find("  tables:"), 0, "  interaction_kernel: fused\n");
+  const Trace gemm = parse(gemm_form, "0,1");
+  const Trace fused = parse(fused_form, "0,1");
+  const auto dots = kernels(fused, 0, "dot_interaction");
+  ASSERT_EQ(dots.size(), 2u);
+  EXPECT_EQ(dots[0]->param("backward"), 0);
+  EXPECT_EQ(dots[1]->param("backward"), 1);
+  EXPECT_EQ(dots[0]->param("vectors"), 5);   // 4 tables + the bottom output
+  EXPECT_EQ(dots[0]->param("batch"), 512);
+  EXPECT_EQ(kernels(gemm, 0, "gemm").size(), kernels(fused, 0, "gemm").size() + 2);
+  EXPECT_DOUBLE_EQ(gemm.work.model_flops_per_rank, fused.work.model_flops_per_rank);
 }
 
 TEST_F(Dlrm, AutoFallsBackToRowWise) {

@@ -89,8 +89,8 @@ TEST(Dtype, PeakFlopsUsesTensorRatesAndFallsBack) {
 TEST(Registry, ListsEveryKind) {
   std::vector<std::string> kinds;
   for (const KernelModelInfo* info : KernelModelRegistry::instance().all()) kinds.push_back(info->kind);
-  EXPECT_EQ(kinds, (std::vector<std::string>{"attention", "elementwise", "embedding_backward", "embedding_forward",
-                                             "gemm"}));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"attention", "dot_interaction", "elementwise", "embedding_backward",
+                                             "embedding_forward", "gemm"}));
 }
 
 // m = 128 x 132 rows on 132 SMs, n a multiple of 256: every 128x256 tile is full and the grid
@@ -229,6 +229,31 @@ TEST(Elementwise, HandComputedRoofline) {
   expect_rel(add.time, 6e9 / 1391.1e9);
 }
 
+// DLRM's fused dot interaction, 8192 samples x 27 vectors x 128 on A100: forward reads X
+// (8192 x 27 x 128 x 2 B) and writes 351 pair products + 128 values per sample, memory-bound at
+// Lin et al.'s 1391.1 GB/s; the backward reads that gradient and X and writes dX, with twice
+// the forward's 2 b V^2 D FLOPs. In fp32 (CUDA cores, 19.5 TFLOP/s at the fp32 GEMM fraction)
+// the math is no longer free but the pass stays far below a batched GEMM's tile waste.
+TEST(DotInteraction, HandComputedRoofline) {
+  const double b = 8192, v = 27, d = 128;
+  const std::map<std::string, double> shape{{"batch", b}, {"vectors", v}, {"dim", d}};
+  const double x = b * v * d * 2, z = b * (v * (v - 1) / 2 + d) * 2;
+  const KernelCost forward = kernel_cost(spec("dot_interaction", shape, Dtype::fp16), a100());
+  EXPECT_EQ(forward.bound, "memory");
+  expect_rel(forward.flops, 2 * b * v * v * d);
+  expect_rel(forward.bytes, x + z);
+  expect_rel(forward.time, (x + z) / 1391.1e9);
+  auto back = shape;
+  back["backward"] = 1;
+  const KernelCost backward = kernel_cost(spec("dot_interaction", back, Dtype::fp16), a100());
+  expect_rel(backward.flops, 4 * b * v * v * d);
+  expect_rel(backward.bytes, z + 2 * x);
+  const KernelCost fp32 = kernel_cost(spec("dot_interaction", shape, Dtype::fp32), a100());
+  expect_rel(fp32.time, std::max(2 * b * v * v * d / (19.5e12 * gemm_efficiency(a100(), Dtype::fp32)),
+                                 2 * (x + z) / 1391.1e9));
+  EXPECT_LT(fp32.time, gemm(a100(), v, v, d, Dtype::fp32, b).time);
+}
+
 // Forward: DRAM bytes = T B (96 + r(4L) + r(eD)) + T B (1 - hit) L r(eD); the test reads the
 // hit rate back from the reported DRAM bytes.
 double forward_hit_rate(const KernelCost& c, double t, double b, double l, double row, double indices) {
@@ -322,7 +347,7 @@ TEST(CompleteKernel, FillsDefaults) {
 TEST(CompleteKernel, RejectsBadInputNamingWhereAndTheAllowedParameters) {
   const std::string unknown_kind = config_error({"conv", Dtype::bf16, {}, {}});
   EXPECT_TRUE(contains(unknown_kind, "unknown kernel kind 'conv'"));
-  EXPECT_TRUE(contains(unknown_kind, "attention, elementwise, embedding_backward, embedding_forward, gemm"));
+  EXPECT_TRUE(contains(unknown_kind, "attention, dot_interaction, elementwise, embedding_backward, embedding_forward, gemm"));
 
   const std::string unknown = config_error({"gemm", Dtype::bf16, {{"m", 1}, {"n", 1}, {"k", 1}, {"kk", 1}}, {}});
   EXPECT_TRUE(contains(unknown, "unknown parameter 'kk'"));
