@@ -471,11 +471,14 @@ class TraceBuilder {
 /// One rank's program under construction.
 class RankBuilder {
  public:
-  explicit RankBuilder(TraceBuilder& trace) : tb_(trace) {
+  /// @param op_gap  CPU time before every kernel and collective (eager PyTorch: Lin et al.'s
+  /// T1; 0 under a CUDA graph).
+  RankBuilder(TraceBuilder& trace, Seconds op_gap) : tb_(trace), op_gap_(op_gap) {
     p_.streams = {"compute", "embedding_comm", "allreduce"};
   }
 
   void kernel(const std::string& name, KernelSpec spec) {
+    gap();
     Op op;
     op.kind = OpKind::kernel;
     op.stream = kCompute;
@@ -491,6 +494,7 @@ class RankBuilder {
     p_.ops.push_back(Op{.kind = OpKind::wait, .stream = waiter, .event = e});
   }
   void collective(int stream, const std::string& name, const CollectiveCall& call) {
+    gap();
     Op op;
     op.kind = OpKind::collective;
     op.stream = stream;
@@ -509,7 +513,12 @@ class RankBuilder {
   Program take() { return std::move(p_); }
 
  private:
+  void gap() {
+    if (op_gap_ > 0) p_.ops.push_back(Op{.kind = OpKind::cpu, .name = tb_.name("cpu.op_gap"), .duration = op_gap_});
+  }
+
   TraceBuilder& tb_;
+  Seconds op_gap_;
   Program p_;
 };
 
@@ -564,7 +573,7 @@ class DlrmBuilder {
     }
     double flops = 0;
     for (int r = 0; r < n_; ++r) {
-      RankBuilder rank(tb);
+      RankBuilder rank(tb, c_.cuda_graphs ? 0 : c_.cpu_op_gap);
       flops += build_rank(r, rank);
       trace_.program_of_rank.push_back(tb.program(rank.take()));
     }
@@ -986,6 +995,10 @@ class DlrmBuilder {
                                  (act_bytes_ < 4 ? ", after GradScaler's inf check syncs the CPU with the device" : "")
                            : "") +
                       "; the GPU-side gap between kernels stays Lin et al.'s 5 us (measured without graphs)");
+    if (!c_.cuda_graphs)
+      notes.push_back(fmt::format("CPU: {:.0f} us before every launch (Lin et al.'s mean op gap T1) plus the launch "
+                                  "model's cost",
+                                  c_.cpu_op_gap * 1e6));
     if (sparse_gradient())
       notes.push_back("embedding gradient: PyTorch's sparse COO gradient (one fp32 row per lookup), scaled by -lr and "
                       "index_added into the rows by torch.optim.SGD" +

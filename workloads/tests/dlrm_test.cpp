@@ -519,6 +519,24 @@ TEST_F(Dlrm, DleExchangeCopiesAroundTheAlltoall) {
       if (o.kind == OpKind::kernel) EXPECT_NE(torchrec.names[o.name].rfind("exchange_", 0), 0u) << torchrec.names[o.name];
 }
 
+// Eager PyTorch (no CUDA graph): Lin et al.'s op gap T1 (21 us, training.cpu_op_gap) before
+// every kernel and collective; under a graph none.
+TEST_F(Dlrm, EagerOpsPayTheCpuOpGap) {
+  const Trace eager = parse(small_dlrm("{rows: [100]}", "{global_batch: 1024, cpu_op_gap: 30us}"), "0,1");
+  const Program& p = eager.program(0);
+  int launches = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].kind != OpKind::kernel && p.ops[i].kind != OpKind::collective) continue;
+    ++launches;
+    ASSERT_GT(i, 0u);
+    EXPECT_EQ(p.ops[i - 1].kind, OpKind::cpu) << eager.names[p.ops[i].name];
+    EXPECT_DOUBLE_EQ(p.ops[i - 1].duration, 30e-6);
+  }
+  EXPECT_GT(launches, 10);
+  const Trace graphed = parse(small_dlrm("{rows: [100]}", "{global_batch: 1024, cuda_graphs: true}"), "0,1");
+  for (const Op& o : graphed.program(0).ops) EXPECT_NE(o.kind, OpKind::cpu);
+}
+
 // In fp32 nothing is scaled: no unscale passes, no host sync, no cast; the fused default keeps
 // one embedding_backward per group and the optimizer inside the graph (no CPU launch).
 TEST_F(Dlrm, Fp32AndFusedDefaultsAddNoHostWork) {
