@@ -64,13 +64,6 @@ bool better(const Route& a, const Route& b) {
   return a.hops.size() < b.hops.size();
 }
 
-void append(Route& route, const Route& tail) {
-  route.hops.insert(route.hops.end(), tail.hops.begin(), tail.hops.end());
-  route.latency += tail.latency;
-  route.bandwidth = std::min(route.bandwidth, tail.bandwidth);
-  route.worst = std::max(route.worst, tail.worst);
-}
-
 Route empty_route() {
   Route r;
   r.bandwidth = kInf;  // a vertex reaching itself is not limited by any link
@@ -196,6 +189,13 @@ class TemplateRoutes {
 };
 
 }  // namespace
+
+void append(Route& route, const Route& tail) {
+  route.hops.insert(route.hops.end(), tail.hops.begin(), tail.hops.end());
+  route.latency += tail.latency;
+  route.bandwidth = std::min(route.bandwidth, tail.bandwidth);
+  route.worst = std::max(route.worst, tail.worst);
+}
 
 // Fabric layout (global ids after all nodes' vertices and links):
 //  fat_tree:       vertex F+0 = the switch; link N+n*R+r = NIC r of node n <-> switch.

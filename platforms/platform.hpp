@@ -116,6 +116,10 @@ struct Route {
   LinkType worst = LinkType::nvlink;  ///< slowest class crossed (nvlink < pcie < inter_socket < network)
 };
 
+/// @brief Extends `route` by `tail` (hops after it): latencies add, the narrower bottleneck
+/// and the slower link class win.
+void append(Route& route, const Route& tail);
+
 /// @brief A whole platform: `nodes` copies of one node template plus a fabric.
 class Platform {
  public:

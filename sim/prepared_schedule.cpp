@@ -127,14 +127,9 @@ const platforms::Route& PreparedSchedule::relayed_route(int src, int via, int ds
   const std::array<int, 3> key = {endpoint_vertex_[src], endpoint_vertex_[via], endpoint_vertex_[dst]};
   auto [it, fresh] = relayed_.try_emplace(key);
   if (!fresh) return it->second;
-  const platforms::Route& in = platform_.route(key[0], key[1]);
-  const platforms::Route& out = platform_.route(key[1], key[2]);
   platforms::Route& route = it->second;
-  route.hops = in.hops;
-  route.hops.insert(route.hops.end(), out.hops.begin(), out.hops.end());
-  route.latency = in.latency + out.latency;
-  route.bandwidth = std::min(in.bandwidth, out.bandwidth);
-  route.worst = std::max(in.worst, out.worst);
+  route = platform_.route(key[0], key[1]);
+  platforms::append(route, platform_.route(key[1], key[2]));
   return route;
 }
 

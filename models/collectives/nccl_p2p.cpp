@@ -1,6 +1,7 @@
 #include "models/collectives/nccl_p2p.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -14,12 +15,6 @@ constexpr int kMaxChannels = 32;               // MAXCHANNELS of the 2.19-2.2x d
 constexpr Bytes kNvlChunk = 512.0 * 1024;      // NCCL_P2P_NVL_CHUNKSIZE default
 constexpr Bytes kPciChunk = 128.0 * 1024;      // NCCL_P2P_PCI_CHUNKSIZE default
 
-int pow2_up(int v) {
-  int p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
-
 }  // namespace
 
 std::optional<P2pChannels> p2p_channels(const CollectiveContext& ctx, const NcclSystem& sys, const Graphs& graphs,
@@ -28,7 +23,7 @@ std::optional<P2pChannels> p2p_channels(const CollectiveContext& ctx, const Nccl
   const int search = std::max(1, std::min(graphs.ring.channels, graphs.tree.channels));
   const int compute = std::max(std::min(kMaxChannels, 2 * search), sys.nvls ? graphs.nvls.channels : 0);
   P2pChannels out;
-  out.total = pow2_up(compute);
+  out.total = static_cast<int>(std::bit_ceil(static_cast<unsigned>(compute)));
   out.channel_bw = graphs.ring.bw_intra / 2;
 
   // ncclTopoGetNchannels over every pair of local GPUs.
@@ -42,7 +37,7 @@ std::optional<P2pChannels> p2p_channels(const CollectiveContext& ctx, const Nccl
       if (links == 0) all_nvlink = false;
       fewest = std::min(fewest, links > 0 ? 2 * links : 2);
     }
-  const int per_peer_max = pow2_up(fewest);
+  const int per_peer_max = static_cast<int>(std::bit_ceil(static_cast<unsigned>(fewest)));
   int smallest = per_peer_max;
   while (smallest * sys.ranks > out.total && smallest > 1) smallest /= 2;
 

@@ -161,11 +161,7 @@ Action add_blink_command(CLI::App& command) {
   auto args = std::make_shared<CensusArgs>();
   census->add_option("platform", args->platform, "Platform preset name (see `stepsim presets`) or YAML file")
       ->required();
-  census->add_option("-p,--param", args->options.overrides,
-                     "Override a platform parameter, e.g. -p gpu.model=P100-SXM2")
-      ->expected(1)  // one KEY=VALUE per -p, so a positional argument after it stays positional
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_param_option(*census, args->options.overrides, "gpu.model=P100-SXM2");
   census->add_option("--sizes", args->sizes, "Allocation sizes, e.g. 3-7 or 5 (default 2..GPUs per server)");
   add_format_option(*census, args->format);
   return [args, census] { return census->parsed() ? run_census(*args) : 0; };

@@ -34,6 +34,9 @@ struct PlatformArgs {
   platforms::PlatformOptions options;
 };
 void add_platform_options(CLI::App& command, PlatformArgs& args);
+/// @brief `-p KEY=VALUE`, repeatable, one value per occurrence (so a positional argument after
+/// it stays positional); `example` ends the help text.
+void add_param_option(CLI::App& command, std::vector<std::string>& overrides, const std::string& example);
 
 /// @brief `text` as a size (8, 64KiB, 1GiB, 1e9); a ConfigError naming `flag`, with `example`
 /// in its fix, when it is not one.

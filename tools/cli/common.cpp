@@ -14,9 +14,12 @@ void add_platform_options(CLI::App& command, PlatformArgs& args) {
       ->check(CLI::PositiveNumber);
   command.add_option("--fabric", args.options.fabric, "Inter-node fabric: fat-tree or rail-optimized")
       ->check(CLI::IsMember({"fat-tree", "rail-optimized"}));
-  command.add_option("-p,--param", args.options.overrides,
-                     "Override a platform parameter, e.g. -p gpu.model=H200-SXM5-141GB")
-      ->expected(1)  // one KEY=VALUE per -p, so a positional argument after it stays positional
+  add_param_option(command, args.options.overrides, "gpu.model=H200-SXM5-141GB");
+}
+
+void add_param_option(CLI::App& command, std::vector<std::string>& overrides, const std::string& example) {
+  command.add_option("-p,--param", overrides, "Override a platform parameter, e.g. -p " + example)
+      ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }

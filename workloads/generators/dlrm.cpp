@@ -912,10 +912,11 @@ class DlrmBuilder {
     }
   }
 
-  /// One memory-bound pass over fp32 `elements` (a cast, copy, scale or unscale).
-  static KernelSpec pass_spec(double elements, double bytes_read, double bytes_written) {
+  /// One memory-bound pass over fp32 `elements` (a cast, copy, scale, unscale or SGD step).
+  static KernelSpec pass_spec(double elements, double bytes_read, double bytes_written, double flops = 1) {
     return KernelSpec{"elementwise", Dtype::fp32,
-                      {{"elements", elements}, {"bytes_read", bytes_read}, {"bytes_written", bytes_written}, {"flops", 1}},
+                      {{"elements", elements}, {"bytes_read", bytes_read}, {"bytes_written", bytes_written},
+                       {"flops", flops}},
                       {}};
   }
 
@@ -949,10 +950,7 @@ class DlrmBuilder {
   }
   // Plain SGD on fp32 dense parameters (AMP keeps fp32 master weights): read weight and
   // gradient, write the weight, one multiply-add; one fused multi-tensor kernel (apex FusedSGD).
-  static KernelSpec sgd_spec(double params) {
-    return KernelSpec{"elementwise", Dtype::fp32,
-                      {{"elements", params}, {"bytes_read", 8}, {"bytes_written", 4}, {"flops", 2}}, {}};
-  }
+  static KernelSpec sgd_spec(double params) { return pass_spec(params, 8, 4, 2); }
 
   void add_notes() {
     auto& notes = trace_.notes;

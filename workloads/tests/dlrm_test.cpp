@@ -488,8 +488,9 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
     if (o.kind != OpKind::kernel) continue;
     const std::string& name = t.names[o.name];
     if (name == "embedding_output_cast" || name == "embedding_grad_cast" || name == "embedding_grad_unscale" ||
-        name == "embedding_grad_scale_lr")
+        name == "embedding_grad_scale_lr") {
       EXPECT_DOUBLE_EQ(t.kernels[o.kernel].param("elements"), 1024 * tables * 16) << name;
+    }
   }
 }
 
@@ -509,14 +510,18 @@ TEST_F(Dlrm, DleExchangeCopiesAroundTheAlltoall) {
       if (o.kind == OpKind::kernel && t.names[o.name].rfind("exchange_", 0) == 0)
         elements[t.names[o.name]] = t.kernels[o.kernel].param("elements");
     EXPECT_EQ(elements.count("exchange_input_cat"), width > 16 ? 1u : 0u) << r;
-    if (width > 16) EXPECT_DOUBLE_EQ(elements["exchange_input_cat"], 1024 * width) << r;
+    if (width > 16) {
+      EXPECT_DOUBLE_EQ(elements["exchange_input_cat"], 1024 * width) << r;
+    }
     EXPECT_DOUBLE_EQ(elements["exchange_output_cat"], 512 * 5 * 16) << r;
     EXPECT_DOUBLE_EQ(elements["exchange_grad_split"], 512 * 5 * 16) << r;
   }
   const Trace torchrec = parse(small_dlrm("{rows: [100, 100, 100, 100]}", training), "0,1");
   for (int r = 0; r < 2; ++r)
     for (const Op& o : torchrec.program(r).ops)
-      if (o.kind == OpKind::kernel) EXPECT_NE(torchrec.names[o.name].rfind("exchange_", 0), 0u) << torchrec.names[o.name];
+      if (o.kind == OpKind::kernel) {
+        EXPECT_NE(torchrec.names[o.name].rfind("exchange_", 0), 0u) << torchrec.names[o.name];
+      }
 }
 
 // Eager PyTorch (no CUDA graph): Lin et al.'s op gap T1 (21 us, training.cpu_op_gap) before
