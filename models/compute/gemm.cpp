@@ -12,11 +12,21 @@
 /// fix-up is neglected). With s that split (1 for grids of a wave or more) the fraction of the
 /// launched work that is useful is
 ///     q = m n batch / (ceil(m/TM) TM ceil(n/TN) TN batch) * wave_utilisation(CTAs * s),
-/// taken for the better of the TM x TN and TN x TM orientations (libraries ship both). So
+/// taken for the better of the TM x TN and TN x TM orientations (libraries ship both), each
+/// edge cut to the matrix rounded up to 32 (libraries pick smaller tiles for small matrices:
+/// on an H100, cuBLAS runs DLRM's per-sample 27 x 27 x 128 products with 32 x 32 tiles, in fp32
+/// and fp16 alike; validation/measurements/h100-sxm/gemm-dlrm-nt.yaml, dlrm-fp32.json.gz). So
 ///     time = max(2 m n k batch / (peak_flops(dtype) * ceiling * q), bytes / (hbm * hbm_efficiency))
 /// with bytes = batch (m k + k n + m n) bytes_of(dtype): A and B read once, C written once.
-/// The time never drops when m, n, k or batch grow. fp32 GEMMs run at the fp32 rate; only dtype
-/// tf32 uses the TF32 tensor-core rate (PyTorch's default is allow_tf32 = False for matmul).
+/// fp32 GEMMs run at the fp32 rate; only dtype tf32 uses the TF32 tensor-core rate (PyTorch's
+/// default is allow_tf32 = False for matmul).
+///
+/// Alignment: tensor-core kernels load 16-byte vectors, so cuBLAS needs every dimension (each is
+/// some operand's leading dimension in one of the forward, data-gradient and weight-gradient
+/// layouts) to be a multiple of 16 / bytes_of(dtype) elements; otherwise it falls back to
+/// element-aligned kernels (cutlass "align1"), whose ceiling is ArchEfficiency::gemm_unaligned
+/// (NVIDIA, "Matrix Multiplication Background User's Guide", Tensor Core Requirements). Aligned
+/// shapes never get slower as m, n, k or batch grow.
 #include <algorithm>
 #include <cmath>
 
@@ -27,11 +37,23 @@ namespace {
 
 constexpr double kMinSplitK = 256;  // least k per split (four 64-deep k-blocks): calibration input
 
+constexpr double kSmallestTile = 32;
+
 double quantisation(double m, double n, double k, double batch, double tile_m, double tile_n, int sm_count) {
+  tile_m = std::min(tile_m, std::ceil(m / kSmallestTile) * kSmallestTile);
+  tile_n = std::min(tile_n, std::ceil(n / kSmallestTile) * kSmallestTile);
   const double ctas = std::ceil(m / tile_m) * std::ceil(n / tile_n) * batch;
   const double tile_fill = (m * n) / (std::ceil(m / tile_m) * tile_m * std::ceil(n / tile_n) * tile_n);
   const double split = ctas < sm_count ? std::clamp(k / kMinSplitK, 1.0, std::floor(sm_count / ctas)) : 1;
   return tile_fill * wave_utilisation(ctas * split, sm_count);
+}
+
+/// Whether every dimension is a whole number of 16-byte vectors of `dtype` (always for the
+/// fp32 CUDA-core kernels, which load single elements).
+bool tensor_aligned(double m, double n, double k, Dtype dtype) {
+  if (dtype == Dtype::fp32) return true;
+  const double vector = 16 / bytes_of(dtype);
+  return std::fmod(m, vector) == 0 && std::fmod(n, vector) == 0 && std::fmod(k, vector) == 0;
 }
 
 }  // namespace
@@ -57,7 +79,8 @@ class Gemm : public KernelModel {
   KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
     const double m = spec.param("m"), n = spec.param("n"), k = spec.param("k"), batch = spec.param("batch");
     const ArchEfficiency& arch = arch_efficiency(gpu.arch);
-    const double ceiling = gemm_efficiency(gpu, spec.dtype);
+    const double ceiling =
+        tensor_aligned(m, n, k, spec.dtype) ? gemm_efficiency(gpu, spec.dtype) : arch.gemm_unaligned;
     const double q = std::max(quantisation(m, n, k, batch, arch.gemm_tile_m, arch.gemm_tile_n, gpu.sm_count),
                               quantisation(m, n, k, batch, arch.gemm_tile_n, arch.gemm_tile_m, gpu.sm_count));
     const double flops = 2 * m * n * k * batch;

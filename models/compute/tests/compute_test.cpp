@@ -171,6 +171,37 @@ TEST(Gemm, PublishedLargeGemmThroughput) {
   EXPECT_LT(a, 280e12);
 }
 
+// A linear layer with 479 inputs (DLRM's interaction output without padding): cuBLAS's
+// element-aligned fp16 kernels, measured at 12.6 % of peak on an H100; 480 runs at the ceiling.
+TEST(Gemm, UnalignedTensorCoreGemmRunsAtTheFallbackCeiling) {
+  const double m = 65536, n = 1024, k = 479;
+  const KernelCost c = gemm(h100(), m, n, k, Dtype::fp16);
+  EXPECT_EQ(c.bound, "compute");
+  // 2048 tiles of 128 x 256 run in 16 waves of 132 SMs.
+  expect_rel(c.time, 2 * m * n * k / (989.4e12 * (124.5 / 989.4) * (2048 / (16 * 132.0))));
+  const KernelCost aligned = gemm(h100(), m, n, 480, Dtype::fp16);
+  EXPECT_LT(aligned.time * 4, c.time);  // measured 524 vs 115 us
+  for (const Dtype d : {Dtype::bf16, Dtype::tf32, Dtype::fp8})
+    EXPECT_GT(gemm(h100(), m, n, k, d).time, 2 * gemm(h100(), m, n, 480, d).time) << to_string(d);
+  // 16 bytes: 4 tf32 elements, so 1020 is aligned for tf32 but not for fp8 (16 elements).
+  expect_rel(gemm(h100(), m, n, 1020, Dtype::tf32).time, 1020.0 / 1024 * gemm(h100(), m, n, 1024, Dtype::tf32).time);
+  EXPECT_GT(gemm(h100(), m, n, 1020, Dtype::fp8).time, 2 * gemm(h100(), m, n, 1024, Dtype::fp8).time);
+  // The fp32 CUDA-core kernels load elements: 479 and 480 cost alike (measured 1348 vs 1350 us).
+  expect_rel(gemm(h100(), m, n, k, Dtype::fp32).time, 479.0 / 480 * gemm(h100(), m, n, 480, Dtype::fp32).time);
+}
+
+// DLRM's dot interaction as a batched GEMM: 65536 products of 27 x 128 by 128 x 27. A 32 x 32
+// tile covers each output (fill 729 / 1024), so the fp32 product is bound by its memory,
+// 2.0 GB (measured on an H100: 717-770 us), not by 128 x 256 tiles that are 98 % padding.
+TEST(Gemm, SmallMatricesGetSmallTiles) {
+  const double b = 65536, v = 27, d = 128;
+  const KernelCost c = gemm(h100(), v, v, d, Dtype::fp32, b);
+  EXPECT_EQ(c.bound, "memory");
+  expect_rel(c.time, b * (v * d + d * v + v * v) * 4 / (3.35e12 * (1832.0 / 2000)));
+  const double compute = 2 * v * v * d * b / (h100().fp32_flops * (794.5 / 989) * (v * v / 1024.0));
+  EXPECT_LT(compute, c.time);
+}
+
 KernelCost attention(const GpuModel& g, std::map<std::string, double> params) {
   return kernel_cost(spec("attention", std::move(params)), g);
 }

@@ -87,6 +87,8 @@ def parse_args():
                    help="rows of a table at most (0: none; Criteo 1TB's tables take 96 GB in fp32)")
     p.add_argument("--distribution", choices=["uniform", "zipf"], default="uniform", help="how indices are drawn")
     p.add_argument("--alpha", type=float, default=1.05, help="Zipf exponent (with --distribution zipf)")
+    p.add_argument("--precision", choices=["amp", "fp32"], default="amp",
+                   help="amp: autocast fp16 + GradScaler (DLE's --amp); fp32: no autocast, no scaler")
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--steps", type=int, default=20, help="timed iterations")
     p.add_argument("--warmup", type=int, default=5, help="untimed iterations first")
@@ -114,8 +116,10 @@ def draw_indices(rows, batches, batch, a, generator):
 
 def run_values(a):
     """The run's workload keys as stepsim names them (docs/dlrm.md), for the -p overrides."""
-    values = {"training.global_batch": a.global_batch, "training.dtype": "fp16", "training.embedding_dtype": "fp32",
-              "training.optimizer": "sgd", "training.cuda_graphs": False, "training.ddp_bucket": "25MiB",
+    values = {"training.global_batch": a.global_batch, "training.dtype": "fp16" if a.precision == "amp" else "fp32",
+              "training.embedding_dtype": "fp32", "training.embedding_gradient": "sparse",
+              "model.interaction_kernel": "gemm", "training.optimizer": "sgd", "training.cuda_graphs": False,
+              "training.ddp_bucket": "25MiB",
               "sharding.plan": "table_wise", "sharding.planner": "naive", "sharding.bottom_mlp": "data_parallel",
               "index_distribution.kind": a.distribution}
     if a.distribution == "zipf":
@@ -150,7 +154,8 @@ def main():
         widths = [len(common.tables_of_rank(len(rows), world, r)) for r in range(world)]
     sparse_sgd = torch.optim.SGD(tables.parameters(), lr=a.lr, foreach=False)
     dense_sgd = torch.optim.SGD(dense.parameters(), lr=a.lr, fused=True)
-    scaler = torch.amp.GradScaler("cuda")
+    amp = a.precision == "amp"
+    scaler = torch.amp.GradScaler("cuda", enabled=amp)
 
     batches = a.warmup + a.steps + 2  # a fresh batch for every iteration, the profiled two included
     indices = [draw_indices(rows[t], batches, a.global_batch, a,
@@ -165,9 +170,11 @@ def main():
     def step():
         i = counter[0] % batches
         counter[0] += 1
-        with torch.autocast("cuda", dtype=torch.float16):
-            # Lookups of this rank's tables for the whole global batch, cast to fp16 (DLE).
-            local = torch.stack([bag(idx[i]) for bag, idx in zip(tables, indices)], dim=1).to(torch.float16)
+        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            # Lookups of this rank's tables for the whole global batch, cast to fp16 under AMP (DLE).
+            local = torch.stack([bag(idx[i]) for bag, idx in zip(tables, indices)], dim=1)
+            if amp:
+                local = local.to(torch.float16)
             if world > 1:
                 flat = AllToAll.apply(local.reshape(-1), send, receive, embedding_group)
                 parts = flat.split(receive)
@@ -196,13 +203,16 @@ def main():
 def write_outputs(a, world, rows, preset, times, peak_gib, trace, losses, scale):
     out = Path(a.out)
     workload = a.workload
-    if rows != common.preset_list(preset, "rows"):
-        # `-p` cannot set list entries (YamlReader::apply_override), so the capped tables go into
-        # a workload file beside the measurement: the preset with only `rows` replaced.
+    # `-p` can neither set list entries (YamlReader::apply_override) nor remove a key, so the capped
+    # tables and the eager run's lack of a CUDA graph (graph_scope needs one) go into a workload file
+    # beside the measurement: the preset with `rows` replaced and `training.graph_scope` dropped.
+    described = common.drop_preset_scalar(common.replace_preset_list(preset, "rows", rows), "training.graph_scope")
+    if described != preset:
         workload_file = out.with_name(out.stem + ".workload.yaml")
-        header = (f"# {a.workload} with every table capped at {a.rows_cap} rows, as dlrm_iteration.py ran it "
-                  f"(written with {out.name}; the -p overrides of its iteration apply on top).\n")
-        common.write_text(workload_file, header + common.replace_preset_list(preset, "rows", rows))
+        header = (f"# {a.workload} with every table capped at {a.rows_cap} rows and no training.graph_scope (no CUDA "
+                  f"graph), as dlrm_iteration.py ran it (written with {out.name}; the -p overrides of its iteration "
+                  f"apply on top).\n")
+        common.write_text(workload_file, header + described)
         workload = workload_file.name
     date, clock = common.utc_now()
     table_gb = sum(rows) * int(common.preset_scalars(preset)["model.embedding_dim"]) * 4 / 1e9
@@ -212,7 +222,7 @@ def write_outputs(a, world, rows, preset, times, peak_gib, trace, losses, scale)
         "date": date,
         "notes": (f"{clock} UTC; {world} rank(s); DLRM {len(rows)} tables ({table_gb:.1f} GB fp32, rows capped at "
                   f"{a.rows_cap}), {a.distribution} indices{f' alpha {a.alpha}' if a.distribution == 'zipf' else ''}, "
-                  f"AMP fp16 with GradScaler (final scale {scale:g}), SGD lr {a.lr}, sparse table updates; "
+                  f"{f'AMP fp16 with GradScaler (final scale {scale:g})' if a.precision == 'amp' else 'fp32'}, SGD lr {a.lr}, sparse table updates; "
                   f"workload: {'a file beside this one' if workload != a.workload else 'the preset'}; seed {a.seed}; "
                   f"{a.warmup} warm-up + {a.steps} timed iterations, each the slowest rank's; samples_per_s is per "
                   f"GPU; peak memory (rank 0) {peak_gib:.1f} GiB; loss {float(losses[0]):.4f} -> "

@@ -82,6 +82,21 @@ def replace_preset_list(text, key, values):
     return new
 
 
+def drop_preset_scalar(text, key):
+    """The preset text without the scalar "section.key" (its line, comment included): for a key
+    that a run's own settings make invalid, since a `-p` override can change a key, not remove it.
+    Text without the key comes back unchanged."""
+    section, name = key.split(".")
+    out, current = [], None
+    for line in text.splitlines(keepends=True):
+        if m := _SECTION.match(line):
+            current = m.group(1)
+        elif (m := _SCALAR.match(line)) and current == section and m.group(1) == name:
+            continue
+        out.append(line)
+    return "".join(out)
+
+
 def value_text(value):
     """A Python value as a `-p` override writes it."""
     if isinstance(value, bool):

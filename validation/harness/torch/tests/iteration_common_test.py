@@ -64,6 +64,17 @@ class PresetTest(unittest.TestCase):
             self.assertEqual(yaml.safe_load(text)["model"]["tables"]["rows"], capped)
 
 
+    def test_dropping_a_scalar_removes_only_its_line(self):
+        self.assertIn("training.graph_scope", common.preset_scalars(DLRM))
+        text = common.drop_preset_scalar(DLRM, "training.graph_scope")
+        expected = dict(common.preset_scalars(DLRM))
+        del expected["training.graph_scope"]
+        self.assertEqual(common.preset_scalars(text), expected)
+        self.assertEqual(text.count("\n"), DLRM.count("\n") - 1)
+        self.assertEqual(common.drop_preset_scalar(text, "training.graph_scope"), text)
+        self.assertEqual(common.drop_preset_scalar(DLRM, "model.graph_scope"), DLRM)  # the key of another section
+
+
 class OverridesTest(unittest.TestCase):
     LLAMA_RUN = {"model.layers": 32, "model.hidden": 4096, "model.heads": 32, "model.kv_heads": 8,
                  "model.ffn_hidden": 14336, "model.vocab": 128256, "training.micro_batch": 2,
