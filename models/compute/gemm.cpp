@@ -25,7 +25,8 @@
 /// some operand's leading dimension in one of the forward, data-gradient and weight-gradient
 /// layouts) to be a multiple of 16 / bytes_of(dtype) elements; otherwise it falls back to
 /// element-aligned kernels (cutlass "align1"), whose ceiling is ArchEfficiency::gemm_unaligned
-/// (NVIDIA, "Matrix Multiplication Background User's Guide", Tensor Core Requirements). Aligned
+/// (NVIDIA, "Matrix Multiplication Background User's Guide", Tensor Core Requirements) and whose
+/// element-wide loads reach only ArchEfficiency::gemm_unaligned_memory of the HBM roof. Aligned
 /// shapes never get slower as m, n, k or batch grow.
 #include <algorithm>
 #include <cmath>
@@ -49,11 +50,13 @@ double quantisation(double m, double n, double k, double batch, double tile_m, d
 }
 
 /// Whether every dimension is a whole number of 16-byte vectors of `dtype` (always for the
-/// fp32 CUDA-core kernels, which load single elements).
+/// fp32 CUDA-core kernels, which load single elements). A dimension of 1 makes a matrix-vector
+/// product, which cuBLAS runs with its GEMV kernels.
 bool tensor_aligned(double m, double n, double k, Dtype dtype) {
   if (dtype == Dtype::fp32) return true;
   const double vector = 16 / bytes_of(dtype);
-  return std::fmod(m, vector) == 0 && std::fmod(n, vector) == 0 && std::fmod(k, vector) == 0;
+  const auto fits = [&](double d) { return d == 1 || std::fmod(d, vector) == 0; };
+  return fits(m) && fits(n) && fits(k);
 }
 
 }  // namespace
@@ -79,13 +82,19 @@ class Gemm : public KernelModel {
   KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
     const double m = spec.param("m"), n = spec.param("n"), k = spec.param("k"), batch = spec.param("batch");
     const ArchEfficiency& arch = arch_efficiency(gpu.arch);
-    const double ceiling =
-        tensor_aligned(m, n, k, spec.dtype) ? gemm_efficiency(gpu, spec.dtype) : arch.gemm_unaligned;
+    const bool aligned = tensor_aligned(m, n, k, spec.dtype);
+    const double ceiling = aligned ? gemm_efficiency(gpu, spec.dtype) : arch.gemm_unaligned;
     const double q = std::max(quantisation(m, n, k, batch, arch.gemm_tile_m, arch.gemm_tile_n, gpu.sm_count),
                               quantisation(m, n, k, batch, arch.gemm_tile_n, arch.gemm_tile_m, gpu.sm_count));
     const double flops = 2 * m * n * k * batch;
     const Bytes bytes = batch * (m * k + k * n + m * n) * bytes_of(spec.dtype);
-    return roofline(flops, flops / (peak_flops(gpu, spec.dtype) * ceiling * q), bytes, gpu);
+    KernelCost cost = roofline(flops, flops / (peak_flops(gpu, spec.dtype) * ceiling * q), bytes, gpu);
+    const Seconds unaligned_memory = hbm_time(bytes, gpu) / arch.gemm_unaligned_memory;
+    if (!aligned && unaligned_memory > cost.time) {
+      cost.time = unaligned_memory;
+      cost.bound = "memory";
+    }
+    return cost;
   }
 };
 

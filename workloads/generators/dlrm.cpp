@@ -137,6 +137,9 @@ struct DlrmConfig {
   int embedding_dim = 0;
   std::string interaction = "dot";
   bool fused_interaction = false;    // model.interaction_kernel: fused (NVIDIA's dot_based_interact)
+  int interaction_pad_to = 1;        // model.interaction_pad_to: the dot output's width rounded up to it
+  std::string mlp_epilogue = "fused";  // model.mlp_epilogue: fused | apex | torch
+  bool torch_embedding_bag = false;  // model.embedding_kernel: torch (nn.EmbeddingBag per table)
   std::vector<TableEntry> tables;
   int global_batch = 0;
   Dtype dtype = Dtype::fp32;         // GEMM math; fp16 / bf16 = AMP
@@ -167,6 +170,14 @@ class ConfigReader {
     read_model(r_.require(doc_, "", "model"), distribution);
     read_training(r_.require(doc_, "", "training"));
     if (doc_["sharding"]) read_sharding(doc_["sharding"]);
+    const YAML::Node kernel = doc_["model"]["embedding_kernel"];
+    if (c_.torch_embedding_bag && !c_.sparse_embedding_gradient)
+      r_.fail("model.embedding_kernel", kernel,
+              "embedding_kernel: torch trains nn.EmbeddingBag(sparse=True), whose gradient is sparse",
+              "set training.embedding_gradient: sparse, or use embedding_kernel: fused");
+    if (c_.torch_embedding_bag && c_.plan == "data_parallel")
+      r_.fail("model.embedding_kernel", kernel, "embedding_kernel: torch models sharded tables, not replicated ones",
+              "use embedding_kernel: fused, or another sharding.plan");
     return c_;
   }
 
@@ -230,7 +241,8 @@ class ConfigReader {
 
   void read_model(const YAML::Node& m, const IndexDistribution& distribution) {
     r_.check_keys(m, "model",
-                  {"dense_features", "bottom_mlp", "top_mlp", "embedding_dim", "interaction", "interaction_kernel", "tables"});
+                  {"dense_features", "bottom_mlp", "top_mlp", "embedding_dim", "interaction", "interaction_kernel",
+                   "interaction_pad_to", "mlp_epilogue", "embedding_kernel", "tables"});
     c_.dense_features = r_.get_int(r_.require(m, "model", "dense_features"), "model.dense_features", 1);
     c_.bottom_mlp = read_widths(r_.require(m, "model", "bottom_mlp"), "model.bottom_mlp");
     c_.top_mlp = read_widths(r_.require(m, "model", "top_mlp"), "model.top_mlp");
@@ -245,6 +257,23 @@ class ConfigReader {
         r_.fail("model.interaction_kernel", m["interaction_kernel"], "interaction_kernel applies to interaction: dot",
                 "drop interaction_kernel, or use interaction: dot");
     }
+    // NVIDIA DLE zero-pads the dot interaction's output to a multiple of 8 values (dlrm/nn/
+    // interactions.py padding_size), which keeps the first top layer's GEMM on aligned kernels.
+    if (m["interaction_pad_to"]) {
+      c_.interaction_pad_to = r_.get_int(m["interaction_pad_to"], "model.interaction_pad_to", 1);
+      if (c_.interaction != "dot")
+        r_.fail("model.interaction_pad_to", m["interaction_pad_to"], "interaction_pad_to applies to interaction: dot",
+                "drop interaction_pad_to, or use interaction: dot");
+    }
+    // Where a linear layer's bias and ReLU go: into the GEMM (cuBLASLt epilogues), or separate
+    // memory-bound kernels as NVIDIA apex's MLP and PyTorch's nn.Linear + nn.ReLU launch them.
+    if (m["mlp_epilogue"])
+      c_.mlp_epilogue = r_.get_choice(m["mlp_epilogue"], "model.mlp_epilogue", {"fused", "apex", "torch"});
+    // Which lookup kernel: a table-batched fused one (FBGEMM, NVIDIA DLE), or PyTorch's own
+    // EmbeddingBag, one launch per table.
+    if (m["embedding_kernel"])
+      c_.torch_embedding_bag =
+          r_.get_choice(m["embedding_kernel"], "model.embedding_kernel", {"fused", "torch"}) == "torch";
     read_tables(r_.require(m, "model", "tables"), distribution);
     // Dot products need one width: the bottom MLP's output is one of the interacting vectors.
     if (c_.interaction == "dot") {
@@ -635,7 +664,10 @@ class DlrmBuilder {
   int features() const { return static_cast<int>(c_.tables.size()); }
 
   int top_input() const {
-    if (c_.interaction == "dot") return c_.embedding_dim + (features() + 1) * features() / 2;
+    if (c_.interaction == "dot") {
+      const int width = c_.embedding_dim + (features() + 1) * features() / 2;
+      return (width + c_.interaction_pad_to - 1) / c_.interaction_pad_to * c_.interaction_pad_to;
+    }
     int width = c_.bottom_mlp.back();
     for (const TableEntry& t : c_.tables) width += t.table.dim;
     return width;
@@ -763,18 +795,34 @@ class DlrmBuilder {
     max_groups_ = std::max(max_groups_, groups.size());
     const auto suffix = [&](std::size_t g) { return groups.size() > 1 ? "[" + std::to_string(g) + "]" : std::string(); };
 
-    // Forward. The bias and ReLU of every linear layer are fused into its GEMM (NVIDIA's apex
-    // MLP, cuBLASLt epilogues).
+    // Forward. Every bottom layer and all top layers but the last end in a ReLU; with
+    // mlp_epilogue fused, bias and ReLU are in the GEMM's epilogue.
     if (has_bottom(r))
-      for (std::size_t i = 0; i < bottom.size(); ++i)
+      for (std::size_t i = 0; i < bottom.size(); ++i) {
         gemm_op("bottom_mlp.fc" + std::to_string(i), bb, bottom[i].out, bottom[i].in);
+        relu_forward(rank, "bottom_mlp.fc" + std::to_string(i), bb * bottom[i].out);
+      }
+    const double embedding_bytes = models::bytes_of(c_.embedding_dtype);
+    double local_values = 0;  // pooled values of this rank's tables for the lookup batch
     for (std::size_t g = 0; g < groups.size(); ++g) {
+      const double values = lookup_batch_ * groups[g].tables * groups[g].dim;
+      local_values += values;
+      if (c_.torch_embedding_bag) {
+        for (double t = 0; t < groups[g].tables; ++t) rank.kernel("embedding_forward" + suffix(g), torch_bag(groups[g]));
+        continue;
+      }
       rank.kernel("embedding_forward" + suffix(g), embedding("embedding_forward", groups[g], lookup_batch_));
       // PyTorch's embedding ops return the weights' fp32; under AMP the pooled rows are cast to
       // fp16 for the all-to-all (fused kernels such as FBGEMM's write fp16 directly).
       if (sparse_gradient() && act_bytes_ < 4)
-        rank.kernel("embedding_output_cast" + suffix(g),
-                    pass_spec(lookup_batch_ * groups[g].tables * groups[g].dim, 4, act_bytes_));
+        rank.kernel("embedding_output_cast" + suffix(g), pass_spec(values, 4, act_bytes_));
+    }
+    // PyTorch's per-table outputs are stacked into one tensor (a copy), then cast under AMP.
+    if (c_.torch_embedding_bag && local_values > 0) {
+      if (plan_.tables_of_rank[static_cast<std::size_t>(r)].size() > 1)
+        rank.kernel("embedding_stack", pass_spec(local_values, embedding_bytes, embedding_bytes));
+      if (act_bytes_ < embedding_bytes)
+        rank.kernel("embedding_output_cast", pass_spec(local_values, embedding_bytes, act_bytes_));
     }
     const std::string exchange = plan_.kind == ShardingKind::row_wise ? "reduce_scatter" : "alltoall";
     const bool exchanges = n_ > 1 && plan_.kind != ShardingKind::data_parallel;
@@ -798,24 +846,36 @@ class DlrmBuilder {
     }
     if (dle_exchange) rank.kernel("exchange_output_cat", pass_spec(received_values, act_bytes_, act_bytes_));
     const double vectors = features() + 1;
-    // Dot interaction: per sample the (F+1) x D matrix of bottom output and pooled embeddings
-    // times its transpose: a batched GEMM (its backward one more), or NVIDIA's fused
-    // dot_based_interact kernels; the lower triangle's gather and the concatenation with the
-    // bottom output are part of it either way.
-    const auto interaction_op = [&](const std::string& name, bool backward) {
-      if (!c_.fused_interaction) {
-        if (backward) gemm_op(name, vectors, c_.embedding_dim, vectors, b);
-        else gemm_op(name, vectors, vectors, c_.embedding_dim, b);
-        return;
-      }
-      flops += 2 * b * vectors * vectors * c_.embedding_dim;   // as the GEMM form counts it
+    const double dim = c_.embedding_dim;
+    const double pairs = vectors * (vectors - 1) / 2;
+    // Dot interaction: per sample the V x D matrix X of bottom output and pooled embeddings
+    // times its transpose. NVIDIA's fused dot_based_interact kernels gather the lower triangle
+    // and append the bottom output in the same pass; PyTorch (interaction_kernel gemm) runs
+    // torch.cat into X, torch.bmm, an index_select of the triangle and a torch.cat with the bottom
+    // output, and backward the index_select's zero-filled index_add, both bmm gradients
+    // (G X and X^T G, summed into dX) and the bottom output's two gradients summed.
+    const auto fused_interaction = [&](const std::string& name, bool backward) {
+      // As the GEMM form counts it: X X^T forward, G X and X^T G backward.
+      flops += (backward ? 4 : 2) * b * vectors * vectors * dim;
       rank.kernel(name, KernelSpec{"dot_interaction", dt,
-                                   {{"batch", b}, {"vectors", vectors}, {"dim", static_cast<double>(c_.embedding_dim)},
-                                    {"backward", backward ? 1.0 : 0.0}},
+                                   {{"batch", b}, {"vectors", vectors}, {"dim", dim}, {"backward", backward ? 1.0 : 0.0}},
                                    {}});
     };
-    if (c_.interaction == "dot") interaction_op("interaction", false);
-    for (std::size_t i = 0; i < top.size(); ++i) gemm_op("top_mlp.fc" + std::to_string(i), b, top[i].out, top[i].in);
+    if (c_.interaction == "dot") {
+      if (c_.fused_interaction) {
+        fused_interaction("interaction", false);
+      } else {
+        rank.kernel("interaction.cat", pass_spec(b * vectors * dim, act_bytes_, act_bytes_));
+        gemm_op("interaction", vectors, vectors, dim, b);
+        // The triangle's elements lie in nearly every 32-byte sector of the products: read all.
+        rank.kernel("interaction.pairs", pass_spec(b * pairs, act_bytes_ * vectors * vectors / pairs, act_bytes_));
+        rank.kernel("interaction.output_cat", pass_spec(b * (dim + pairs), act_bytes_, act_bytes_));
+      }
+    }
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      gemm_op("top_mlp.fc" + std::to_string(i), b, top[i].out, top[i].in);
+      if (i + 1 < top.size()) relu_forward(rank, "top_mlp.fc" + std::to_string(i), b * top[i].out);
+    }
     rank.kernel("loss", loss_forward(b));
 
     // Backward: gradient buckets fill from the last layer back.
@@ -824,8 +884,10 @@ class DlrmBuilder {
     rank.kernel("loss_backward", loss_backward(b));
     for (std::size_t i = top.size(); i-- > 0;) {
       const std::string layer = "top_mlp.fc" + std::to_string(i);
+      epilogue_backward(rank, layer, b * top[i].out, i + 1 < top.size());
       gemm_op(layer + ".dgrad", b, top[i].in, top[i].out);
       gemm_op(layer + ".wgrad", top[i].out, top[i].in, b);
+      bias_grad(rank, layer, b * top[i].out);
       const double params = static_cast<double>(top[i].in) * top[i].out + top[i].out;
       buckets.add(params * 4);
       dense_params += params;
@@ -833,7 +895,18 @@ class DlrmBuilder {
     // DDP launches a bucket once its last gradient is ready: without the bottom MLP in DDP
     // (rank0), the top MLP's last partial bucket is complete here.
     if (c_.bottom_on_rank0) buckets.flush();
-    if (c_.interaction == "dot") interaction_op("interaction.backward", true);
+    if (c_.interaction == "dot") {
+      if (c_.fused_interaction) {
+        fused_interaction("interaction.backward", true);
+      } else {
+        rank.kernel("interaction.pairs.zero", pass_spec(b * vectors * vectors, 0, act_bytes_));
+        rank.kernel("interaction.pairs.backward", pass_spec(b * pairs, 2 * act_bytes_, act_bytes_));
+        gemm_op("interaction.backward", vectors, dim, vectors, b);
+        gemm_op("interaction.backward_transposed", dim, vectors, vectors, b);
+        rank.kernel("interaction.grad_add", pass_spec(b * vectors * dim, 2 * act_bytes_, act_bytes_));
+        rank.kernel("bottom_output.grad_add", pass_spec(b * dim, 2 * act_bytes_, act_bytes_));
+      }
+    }
     if (exchanges) {
       const CollectiveCall backward_call =
           plan_.kind == ShardingKind::row_wise
@@ -845,16 +918,25 @@ class DlrmBuilder {
       rank.collective(kEmbeddingComm, back + "_backward", backward_call);
       // A data-parallel bottom MLP needs nothing from the exchange, so its backward overlaps
       // it; on rank 0 alone (NVIDIA) its output gradient arrives through the exchange.
-      if (!c_.bottom_on_rank0) bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op);
+      if (!c_.bottom_on_rank0) bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op, rank);
       rank.handoff(kEmbeddingComm, kCompute, back + "_backward_done");
-      if (c_.bottom_on_rank0) bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op);
+      if (c_.bottom_on_rank0) bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op, rank);
     } else {
-      bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op);
+      bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op, rank);
     }
     if (plan_.kind != ShardingKind::data_parallel) buckets.flush();  // the bottom MLP's were the last
     const bool sparse = sparse_gradient();
     for (std::size_t g = 0; g < groups.size(); ++g) {
-      if (sparse) {
+      if (c_.torch_embedding_bag) {
+        // The stacked gradient cast back to fp32 once, then nn.EmbeddingBag's sparse backward
+        // per table: an index_select of the pooled gradient by offset2bag, one row per lookup.
+        const double per_table = lookup_batch_ * groups[g].dim;
+        if (g == 0 && act_bytes_ < embedding_bytes)
+          rank.kernel("embedding_grad_cast", pass_spec(local_values, act_bytes_, embedding_bytes));
+        for (double t = 0; t < groups[g].tables; ++t)
+          rank.kernel("embedding_grad_rows" + suffix(g),
+                      pass_spec(per_table * groups[g].pooling, embedding_bytes, embedding_bytes));
+      } else if (sparse) {
         // PyTorch's sparse COO gradient: the pooled gradient (cast back to the fp32 weights'
         // type under AMP), one row per lookup (a view for one-hot features, a copy for bags).
         const double pooled = lookup_batch_ * groups[g].tables * groups[g].dim;
@@ -894,22 +976,59 @@ class DlrmBuilder {
                      const Suffix& suffix) const {
     const bool eager = c_.graph_forward_backward;
     const bool amp = act_bytes_ < 4;
+    // GradScaler's unscale and host-read inf check cannot be captured in a CUDA graph.
+    const bool scaler = amp && (!c_.cuda_graphs || c_.graph_forward_backward);
     const auto launch = [&](const std::string& name, KernelSpec spec) {
       if (eager) rank.cpu(name + ".launch", c_.cpu_op_gap + LaunchModel{}.cpu_launch);
       rank.kernel(name, std::move(spec));
     };
-    if (eager && amp) {
+    if (scaler) {
       launch("grad_scaler.unscale", pass_spec(dense_params, 4, 4));
       rank.device_sync("grad_scaler.found_inf");
     }
     launch("optimizer", sgd_spec(dense_params));
     if (!sparse_gradient()) return;
+    const auto values_of = [&](const LookupGroup& g) { return lookup_batch_ * g.tables * g.pooling * g.dim; };
+    if (c_.torch_embedding_bag) {
+      // GradScaler unscales every table's values in one multi-tensor pass; torch.optim.SGD then
+      // adds each table's sparse gradient with index_add_(alpha = -lr): values read, rows read
+      // and written.
+      double values = 0;
+      for (const LookupGroup& g : groups) values += values_of(g);
+      if (scaler) launch("embedding_grad_unscale", pass_spec(values, 4, 4));
+      for (std::size_t g = 0; g < groups.size(); ++g)
+        for (double t = 0; t < groups[g].tables; ++t)
+          launch("embedding_sgd" + suffix(g), pass_spec(values_of(groups[g]) / groups[g].tables, 8, 4));
+      return;
+    }
     for (std::size_t g = 0; g < groups.size(); ++g) {
-      const double values = lookup_batch_ * groups[g].tables * groups[g].pooling * groups[g].dim;
-      if (eager && amp) launch("embedding_grad_unscale" + suffix(g), pass_spec(values, 4, 4));
+      const double values = values_of(groups[g]);
+      if (scaler) launch("embedding_grad_unscale" + suffix(g), pass_spec(values, 4, 4));
       launch("embedding_grad_scale_lr" + suffix(g), pass_spec(values, 4, 4));
       launch("embedding_sgd" + suffix(g), embedding("embedding_backward", groups[g], lookup_batch_));
     }
+  }
+
+  /// The ReLU after a GEMM whose epilogue does not apply it (apex: with the bias add).
+  void relu_forward(RankBuilder& rank, const std::string& layer, double elements) const {
+    if (c_.mlp_epilogue != "fused") rank.kernel(layer + ".relu", pass_spec(elements, act_bytes_, act_bytes_));
+  }
+  /// Before a layer's GEMMs: the ReLU's gradient (output and its gradient read, input gradient
+  /// written); apex folds the bias gradient's reduction into it.
+  void epilogue_backward(RankBuilder& rank, const std::string& layer, double elements, bool relu) const {
+    if (c_.mlp_epilogue == "fused") return;
+    if (relu) rank.kernel(layer + ".relu_backward", pass_spec(elements, 2 * act_bytes_, act_bytes_));
+    else if (c_.mlp_epilogue == "apex") rank.kernel(layer + ".bias_grad", pass_spec(elements, act_bytes_, 0));
+  }
+  /// PyTorch's bias gradient: a reduction of the output gradient over the batch.
+  void bias_grad(RankBuilder& rank, const std::string& layer, double elements) const {
+    if (c_.mlp_epilogue == "torch") rank.kernel(layer + ".bias_grad", pass_spec(elements, act_bytes_, 0));
+  }
+  /// One table's nn.EmbeddingBag forward.
+  KernelSpec torch_bag(const LookupGroup& g) const {
+    return KernelSpec{"torch_embedding_bag", c_.embedding_dtype,
+                      {{"batch", lookup_batch_}, {"dim", static_cast<double>(g.dim)}, {"pooling", g.pooling}},
+                      {}};
   }
 
   /// One memory-bound pass over fp32 `elements` (a cast, copy, scale, unscale or SGD step).
@@ -922,13 +1041,15 @@ class DlrmBuilder {
 
   template <typename GemmOp>
   void bottom_backward(int r, const std::vector<Layer>& bottom, double bb, Buckets& buckets, double& dense_params,
-                       const GemmOp& gemm_op) const {
+                       const GemmOp& gemm_op, RankBuilder& rank) const {
     if (!has_bottom(r)) return;
     for (std::size_t i = bottom.size(); i-- > 0;) {
       const std::string layer = "bottom_mlp.fc" + std::to_string(i);
+      epilogue_backward(rank, layer, bb * bottom[i].out, true);
       // The dense features need no gradient, so the first layer has no dgrad.
       if (i > 0) gemm_op(layer + ".dgrad", bb, bottom[i].in, bottom[i].out);
       gemm_op(layer + ".wgrad", bottom[i].out, bottom[i].in, bb);
+      bias_grad(rank, layer, bb * bottom[i].out);
       const double params = static_cast<double>(bottom[i].in) * bottom[i].out + bottom[i].out;
       // On rank 0 alone (NVIDIA's placement) the bottom MLP is not replicated: no allreduce.
       if (!c_.bottom_on_rank0) buckets.add(params * 4);

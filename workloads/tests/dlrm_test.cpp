@@ -27,6 +27,11 @@ std::string small_dlrm(const std::string& tables = "{rows: [100, 200, 300, 400]}
          tables + "\ntraining: " + training + "\n" + extra;
 }
 
+// `text` with `line` added to its model section (before the tables).
+std::string with_model_key(std::string text, const std::string& line) {
+  return text.replace(text.find("  tables:"), 0, "  " + line + "\n");
+}
+
 class Dlrm : public ::testing::Test {
  protected:
   Trace parse(const std::string& text, const std::string& gpus) {
@@ -337,11 +342,12 @@ TEST_F(Dlrm, PresetOnEightGpusIsNvidiaDleHybridParallel) {
   double busiest = 0;
   for (double si : s) busiest = std::max({busiest, 7 * si, total - si});
   EXPECT_EQ(calls(t, 3, models::CollectiveOp::alltoall)[0].bytes, busiest * 8 / 7);
-  // The top MLP's 2.2M fp32 gradients are one 25 MiB bucket; the bottom MLP's are not reduced,
-  // so the bucket is complete, and launched, before the backward all-to-all.
+  // The top MLP's 2.2M fp32 gradients (its input padded from 479 to 480: 1024 more weights) are
+  // one 25 MiB bucket; the bottom MLP's are not reduced, so the bucket is complete, and
+  // launched, before the backward all-to-all.
   const auto allreduces = calls(t, 0, models::CollectiveOp::allreduce);
   ASSERT_EQ(allreduces.size(), 1u);
-  EXPECT_EQ(allreduces[0].bytes, 2197505 * 4.0);
+  EXPECT_EQ(allreduces[0].bytes, (2197505 + 1024) * 4.0);
   std::vector<models::CollectiveOp> order;
   for (const Op& o : t.program(0).ops)
     if (o.kind == OpKind::collective) order.push_back(t.collectives[o.collective].op);
@@ -427,6 +433,20 @@ TEST_F(Dlrm, BadInputNamesFilePathAndFix) {
        "  embedding_dim: 16\n  interaction: cat\n  interaction_kernel: fused\n  tables: {rows: [100]}\n"
        "training: {global_batch: 1024}\n",
        "0,1", {"test.yaml: model.interaction_kernel (line", "applies to interaction: dot", "interaction: dot"}},
+      {"version: 1\nkind: dlrm\nmodel:\n  dense_features: 13\n  bottom_mlp: [32, 16]\n  top_mlp: [64, 1]\n"
+       "  embedding_dim: 16\n  interaction: cat\n  interaction_pad_to: 8\n  tables: {rows: [100]}\n"
+       "training: {global_batch: 1024}\n",
+       "0,1", {"test.yaml: model.interaction_pad_to (line", "applies to interaction: dot"}},
+      {with_model_key(small_dlrm("{rows: [100]}"), "interaction_pad_to: 0"), "0,1",
+       {"test.yaml: model.interaction_pad_to (line", ">= 1"}},
+      {with_model_key(small_dlrm("{rows: [100]}"), "mlp_epilogue: cublaslt"), "0,1",
+       {"test.yaml: model.mlp_epilogue (line", "unknown value 'cublaslt'", "fused, apex, torch"}},
+      {with_model_key(small_dlrm("{rows: [100]}"), "embedding_kernel: torch"), "0,1",
+       {"test.yaml: model.embedding_kernel (line", "gradient is sparse", "set training.embedding_gradient: sparse"}},
+      {with_model_key(small_dlrm("{rows: [100]}", "{global_batch: 1024, embedding_gradient: sparse}",
+                                 "sharding: {plan: data_parallel}\n"),
+                      "embedding_kernel: torch"),
+       "0,1", {"test.yaml: model.embedding_kernel (line", "not replicated ones", "another sharding.plan"}},
   };
   for (const Case& c : cases) {
     const std::string what = error(c.text, c.gpus);
@@ -566,7 +586,8 @@ TEST_F(Dlrm, Fp32AndFusedDefaultsAddNoHostWork) {
 }
 
 // interaction_kernel fused: one dot_interaction kernel each way (forward, backward) instead of
-// the two batched GEMMs, with the same model FLOPs in the reported work.
+// PyTorch's three batched GEMMs (X X^T; G X and X^T G), with the same model FLOPs in the
+// reported work.
 TEST_F(Dlrm, FusedInteractionIsOneKernelEachWay) {
   const std::string gemm_form = small_dlrm();
   std::string fused_form = gemm_form;
@@ -579,8 +600,139 @@ TEST_F(Dlrm, FusedInteractionIsOneKernelEachWay) {
   EXPECT_EQ(dots[1]->param("backward"), 1);
   EXPECT_EQ(dots[0]->param("vectors"), 5);   // 4 tables + the bottom output
   EXPECT_EQ(dots[0]->param("batch"), 512);
-  EXPECT_EQ(kernels(gemm, 0, "gemm").size(), kernels(fused, 0, "gemm").size() + 2);
+  EXPECT_EQ(kernels(gemm, 0, "gemm").size(), kernels(fused, 0, "gemm").size() + 3);
   EXPECT_DOUBLE_EQ(gemm.work.model_flops_per_rank, fused.work.model_flops_per_rank);
+}
+
+// Elements of every kernel op named `name` on `rank`, in issue order.
+std::vector<double> pass_elements(const Trace& t, int rank, const std::string& name) {
+  std::vector<double> out;
+  for (const Op& o : t.program(rank).ops)
+    if (o.kind == OpKind::kernel && t.names[o.name] == name) out.push_back(t.kernels[o.kernel].param("elements"));
+  return out;
+}
+
+// mlp_epilogue torch: a ReLU kernel after every GEMM but the last top layer's (local batch 512
+// on each of 2 GPUs, widths 32, 16 | 64, 1), its gradient before the layer's GEMMs and the bias
+// gradient's reduction after them; apex folds that reduction into the ReLU gradient, so only
+// the ReLU-less last layer reduces alone; fused adds nothing.
+TEST_F(Dlrm, MlpEpiloguesAreSeparateMemoryPasses) {
+  const std::string training = "{global_batch: 1024, dtype: fp16}";
+  const auto with = [&](const std::string& epilogue) {
+    return parse(with_model_key(small_dlrm("{rows: [100, 100]}", training), "mlp_epilogue: " + epilogue), "0,1");
+  };
+  const Trace torch = with("torch"), apex = with("apex"), fused = with("fused");
+  const std::map<std::string, double> outputs{
+      {"bottom_mlp.fc0", 512 * 32}, {"bottom_mlp.fc1", 512 * 16}, {"top_mlp.fc0", 512 * 64}, {"top_mlp.fc1", 512}};
+  for (const auto& [layer, elements] : outputs) {
+    const bool relu = layer != "top_mlp.fc1";
+    for (const Trace* t : {&torch, &apex}) {
+      EXPECT_EQ(pass_elements(*t, 0, layer + ".relu"), relu ? std::vector<double>{elements} : std::vector<double>{})
+          << layer;
+      EXPECT_EQ(pass_elements(*t, 0, layer + ".relu_backward").size(), relu ? 1u : 0u) << layer;
+    }
+    EXPECT_EQ(pass_elements(torch, 0, layer + ".bias_grad"), std::vector<double>{elements}) << layer;
+    EXPECT_EQ(pass_elements(apex, 0, layer + ".bias_grad").size(), relu ? 0u : 1u) << layer;
+    for (const std::string& suffix : {".relu", ".relu_backward", ".bias_grad"})
+      EXPECT_TRUE(pass_elements(fused, 0, layer + suffix).empty()) << layer << suffix;
+  }
+  // fp16 activations: the ReLU reads and writes 2 bytes, its gradient reads output and gradient.
+  for (const Op& o : torch.program(0).ops) {
+    if (o.kind != OpKind::kernel) continue;
+    const std::string& name = torch.names[o.name];
+    const models::KernelSpec& k = torch.kernels[o.kernel];
+    if (name == "top_mlp.fc0.relu") {
+      EXPECT_EQ(k.param("bytes_read"), 2);
+      EXPECT_EQ(k.param("bytes_written"), 2);
+    }
+    if (name == "top_mlp.fc0.relu_backward") EXPECT_EQ(k.param("bytes_read"), 4);
+    if (name == "top_mlp.fc0.bias_grad") EXPECT_EQ(k.param("bytes_written"), 0);
+  }
+  // The relu gradient precedes the layer's GEMMs, the bias gradient follows them.
+  const std::vector<std::string> names = op_names(torch, 0);
+  const auto at = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) - names.begin(); };
+  EXPECT_LT(at("top_mlp.fc0.relu_backward"), at("top_mlp.fc0.dgrad"));
+  EXPECT_LT(at("top_mlp.fc0.wgrad"), at("top_mlp.fc0.bias_grad"));
+}
+
+// interaction_kernel gemm is PyTorch's sequence, here for 512 samples of V = 3 vectors (2 tables
+// + the bottom output) of D = 16 with P = 3 pairs: cat into X, bmm X X^T, index_select of the
+// triangle (all V^2 products read), cat with the bottom output; backward the index_select's
+// zero fill and index_add, the bmm gradients G X (V x D x V) and X^T G (D x V x V), dX summed
+// and the bottom output's two gradients summed.
+TEST_F(Dlrm, GemmInteractionIsPytorchsOpSequence) {
+  const Trace t = parse(small_dlrm("{rows: [100, 100]}", "{global_batch: 1024, dtype: fp16}"), "0,1");
+  const double b = 512, v = 3, d = 16, p = 3;
+  EXPECT_EQ(pass_elements(t, 0, "interaction.cat"), std::vector<double>{b * v * d});
+  EXPECT_EQ(pass_elements(t, 0, "interaction.pairs"), std::vector<double>{b * p});
+  EXPECT_EQ(pass_elements(t, 0, "interaction.output_cat"), std::vector<double>{b * (d + p)});
+  EXPECT_EQ(pass_elements(t, 0, "interaction.pairs.zero"), std::vector<double>{b * v * v});
+  EXPECT_EQ(pass_elements(t, 0, "interaction.pairs.backward"), std::vector<double>{b * p});
+  EXPECT_EQ(pass_elements(t, 0, "interaction.grad_add"), std::vector<double>{b * v * d});
+  EXPECT_EQ(pass_elements(t, 0, "bottom_output.grad_add"), std::vector<double>{b * d});
+  std::vector<std::vector<double>> bmm;
+  for (const auto* k : kernels(t, 0, "gemm"))
+    if (k->param("batch") > 1) bmm.push_back({k->param("m"), k->param("n"), k->param("k"), k->param("batch")});
+  EXPECT_EQ(bmm, (std::vector<std::vector<double>>{{v, v, d, b}, {v, d, v, b}, {d, v, v, b}}));
+  for (const Op& o : t.program(0).ops)
+    if (o.kind == OpKind::kernel && t.names[o.name] == "interaction.pairs") {
+      EXPECT_DOUBLE_EQ(t.kernels[o.kernel].param("bytes_read"), 2 * v * v / p);
+    }
+}
+
+// interaction_pad_to: the dot output (16 + 3 pairs = 19 values) zero-padded to 24, the first top
+// layer's input (NVIDIA DLE pads to a multiple of 8 so that its fp16 GEMMs stay aligned).
+TEST_F(Dlrm, InteractionPaddingWidensTheFirstTopLayer) {
+  const std::string text = small_dlrm("{rows: [100, 100]}", "{global_batch: 1024, dtype: fp16}");
+  const auto first_top = [&](const Trace& t) {
+    for (const auto* k : kernels(t, 0, "gemm"))
+      if (k->param("n") == 64 && k->param("batch") == 1) return k->param("k");
+    return 0.0;
+  };
+  EXPECT_EQ(first_top(parse(text, "0,1")), 19);
+  EXPECT_EQ(first_top(parse(with_model_key(text, "interaction_pad_to: 8"), "0,1")), 24);
+  EXPECT_EQ(first_top(parse(with_model_key(text, "interaction_pad_to: 19"), "0,1")), 19);
+}
+
+// embedding_kernel torch (eager PyTorch, AMP, one GPU, 3 tables of 1024 samples x 16): one
+// nn.EmbeddingBag launch per table, the outputs stacked and cast to fp16; backward the gradient
+// cast back once and one index_select per table; the update unscales the sparse values
+// (GradScaler, with its host sync: no graph) and index_adds each table with alpha -lr, with no
+// separate -lr pass and no fused embedding kernel.
+TEST_F(Dlrm, TorchEmbeddingBagIsOneLaunchPerTable) {
+  const Trace t = parse(with_model_key(small_dlrm("{rows: [100, 200, 300]}",
+                                                  "{global_batch: 1024, dtype: fp16, embedding_gradient: sparse}"),
+                                       "embedding_kernel: torch"),
+                        "0");
+  const auto bags = kernels(t, 0, "torch_embedding_bag");
+  ASSERT_EQ(bags.size(), 3u);
+  for (const auto* k : bags) {
+    EXPECT_EQ(k->param("batch"), 1024);
+    EXPECT_EQ(k->param("dim"), 16);
+    EXPECT_EQ(k->dtype, models::Dtype::fp32);
+  }
+  const double values = 3 * 1024 * 16;
+  EXPECT_EQ(pass_elements(t, 0, "embedding_stack"), std::vector<double>{values});
+  EXPECT_EQ(pass_elements(t, 0, "embedding_output_cast"), std::vector<double>{values});
+  EXPECT_EQ(pass_elements(t, 0, "embedding_grad_cast"), std::vector<double>{values});
+  std::vector<std::string> names = op_names(t, 0);
+  const auto count = [&](const std::string& prefix) {
+    return std::count_if(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_EQ(count("embedding_grad_rows"), 3);
+  EXPECT_EQ(count("embedding_sgd"), 3);
+  EXPECT_EQ(count("embedding_grad_unscale"), 1);
+  EXPECT_EQ(count("sync:grad_scaler.found_inf"), 1);
+  EXPECT_EQ(count("embedding_grad_scale_lr"), 0);
+  EXPECT_TRUE(kernels(t, 0, "embedding_forward").empty());
+  EXPECT_TRUE(kernels(t, 0, "embedding_backward").empty());
+  for (const Op& o : t.program(0).ops)
+    if (o.kind == OpKind::kernel && t.names[o.name].rfind("embedding_sgd", 0) == 0) {
+      const models::KernelSpec& k = t.kernels[o.kernel];
+      EXPECT_EQ(k.param("elements"), 1024 * 16);
+      EXPECT_EQ(k.param("bytes_read"), 8);     // the value and the row
+      EXPECT_EQ(k.param("bytes_written"), 4);  // the row
+    }
 }
 
 TEST_F(Dlrm, AutoFallsBackToRowWise) {

@@ -118,7 +118,9 @@ def run_values(a):
     """The run's workload keys as stepsim names them (docs/dlrm.md), for the -p overrides."""
     values = {"training.global_batch": a.global_batch, "training.dtype": "fp16" if a.precision == "amp" else "fp32",
               "training.embedding_dtype": "fp32", "training.embedding_gradient": "sparse",
-              "model.interaction_kernel": "gemm", "training.optimizer": "sgd", "training.cuda_graphs": False,
+              "model.interaction_kernel": "gemm", "model.interaction_pad_to": 1, "model.mlp_epilogue": "torch",
+              "model.embedding_kernel": "torch",
+              "training.optimizer": "sgd", "training.cuda_graphs": False,
               "training.ddp_bucket": "25MiB",
               "sharding.plan": "table_wise", "sharding.planner": "naive", "sharding.bottom_mlp": "data_parallel",
               "index_distribution.kind": a.distribution}
