@@ -258,14 +258,19 @@ class FileValidator {
                         "the embedding model takes uniform indices or a measured index-reuse histogram, which a " +
                             distribution + " distribution's parameters do not give"};
     const std::string pass = m.text_or("pass", "forward");
+    const bool torch = m.text_or("kernel", "fused") == "torch";
+    if (torch && pass != "forward")
+      return Unmodelled{"embedding torch " + pass, "PyTorch's EmbeddingBag kernel is modelled forward only"};
     models::KernelSpec spec;
-    spec.kind = "embedding_" + pass;
+    spec.kind = torch ? "torch_embedding_bag" : "embedding_" + pass;
     spec.dtype = models::parse_dtype(m.text("dtype"), where + ".dtype");
     for (const char* key : {"tables", "rows", "dim", "pooling", "batch"}) spec.params[key] = m.number(key);
-    const models::KernelCost cost = kernel(spec, where);
+    if (torch) spec.params.erase("tables");  // one launch per table
+    models::KernelCost cost = kernel(spec, where);
+    if (torch) cost.time *= m.number("tables");  // one launch per table
     CaseResult c;
     c.kind = "embedding";
-    c.key = pass + ", " + models::to_string(spec.dtype);
+    c.key = (torch ? "torch " : "") + pass + ", " + models::to_string(spec.dtype);
     c.label = fmt::format("T{} E{} D{} L{} B{}", spec.params["tables"], spec.params["rows"], spec.params["dim"],
                           spec.params["pooling"], spec.params["batch"]);
     c.measured_s = m.time_s;

@@ -152,6 +152,25 @@ TEST(Validate, GemmAndCopyUseTheComputeModels) {
   EXPECT_EQ(copy.model, "memory-bound");
 }
 
+// kernel: torch prices PyTorch's nn.EmbeddingBag kernel, one launch per table, forward only.
+TEST(Validate, TorchEmbeddingBagCasesUseItsModelPerTable) {
+  const std::map<std::string, double> shape{{"rows", 1000}, {"dim", 128}, {"pooling", 4}, {"batch", 65536}, {"tables", 3}};
+  MeasurementFile f = file_of({
+      make("embedding", 1e-3, shape, {{"dtype", "fp32"}, {"distribution", "uniform"}, {"kernel", "torch"}}),
+      make("embedding", 1e-3, shape,
+           {{"dtype", "fp32"}, {"distribution", "uniform"}, {"kernel", "torch"}, {"pass", "backward"}}),
+  });
+  const ValidationResult r = validate({f}, ring_on_fixture());
+  ASSERT_EQ(r.cases.size(), 1u);
+  const platforms::Platform p = platforms::load_platform(kPlatform);
+  models::KernelSpec spec{
+      "torch_embedding_bag", models::Dtype::fp32, {{"rows", 1000}, {"dim", 128}, {"pooling", 4}, {"batch", 65536}}, {}};
+  models::complete_kernel(spec, "test");
+  EXPECT_DOUBLE_EQ(r.cases[0].predicted_s, 3 * models::kernel_cost(spec, p.gpu()).time);
+  EXPECT_EQ(r.cases[0].key, "torch forward, fp32");
+  EXPECT_EQ(r.not_modelled.count("embedding torch backward"), 1u);
+}
+
 TEST(Validate, CompressionUsesTheCodecModelWithTheCasesParameters) {
   MeasurementFile f = file_of({
       make("compression", 1e-4, {{"size_bytes", 1 << 26}, {"rate", 8}}, {{"codec", "zfp"}, {"direction", "compress"}}),

@@ -1027,7 +1027,8 @@ class DlrmBuilder {
   /// One table's nn.EmbeddingBag forward.
   KernelSpec torch_bag(const LookupGroup& g) const {
     return KernelSpec{"torch_embedding_bag", c_.embedding_dtype,
-                      {{"batch", lookup_batch_}, {"dim", static_cast<double>(g.dim)}, {"pooling", g.pooling}},
+                      {{"batch", lookup_batch_}, {"rows", g.rows}, {"dim", static_cast<double>(g.dim)},
+                       {"pooling", g.pooling}},
                       {}};
   }
 
