@@ -991,21 +991,22 @@ class DlrmBuilder {
     const auto values_of = [&](const LookupGroup& g) { return lookup_batch_ * g.tables * g.pooling * g.dim; };
     if (c_.torch_embedding_bag) {
       // GradScaler unscales every table's values in one multi-tensor pass; torch.optim.SGD then
-      // adds each table's sparse gradient with index_add_(alpha = -lr): values read, rows read
-      // and written.
+      // adds each table's sparse gradient with index_add_(alpha = -lr).
       double values = 0;
       for (const LookupGroup& g : groups) values += values_of(g);
       if (scaler) launch("embedding_grad_unscale", pass_spec(values, 4, 4));
       for (std::size_t g = 0; g < groups.size(); ++g)
         for (double t = 0; t < groups[g].tables; ++t)
-          launch("embedding_sgd" + suffix(g), pass_spec(values_of(groups[g]) / groups[g].tables, 8, 4));
+          launch("embedding_sgd" + suffix(g), index_add_spec(lookup_batch_ * groups[g].pooling, groups[g]));
       return;
     }
     for (std::size_t g = 0; g < groups.size(); ++g) {
       const double values = values_of(groups[g]);
       if (scaler) launch("embedding_grad_unscale" + suffix(g), pass_spec(values, 4, 4));
+      // PyTorch 1.x's sparse add_ scaled the values by -lr first ("FIXME: at some point we can
+      // wrap the scale into indexAdd"), then index_add_.
       launch("embedding_grad_scale_lr" + suffix(g), pass_spec(values, 4, 4));
-      launch("embedding_sgd" + suffix(g), embedding("embedding_backward", groups[g], lookup_batch_));
+      launch("embedding_sgd" + suffix(g), index_add_spec(lookup_batch_ * groups[g].tables * groups[g].pooling, groups[g]));
     }
   }
 
@@ -1023,6 +1024,10 @@ class DlrmBuilder {
   /// PyTorch's bias gradient: a reduction of the output gradient over the batch.
   void bias_grad(RankBuilder& rank, const std::string& layer, double elements) const {
     if (c_.mlp_epilogue == "torch") rank.kernel(layer + ".bias_grad", pass_spec(elements, act_bytes_, 0));
+  }
+  /// The sparse SGD step's index_add of `rows` gradient rows into the tables.
+  KernelSpec index_add_spec(double rows, const LookupGroup& g) const {
+    return KernelSpec{"index_add", c_.embedding_dtype, {{"rows", rows}, {"dim", static_cast<double>(g.dim)}}, {}};
   }
   /// One table's nn.EmbeddingBag forward.
   KernelSpec torch_bag(const LookupGroup& g) const {
