@@ -795,6 +795,12 @@ class DlrmBuilder {
     max_groups_ = std::max(max_groups_, groups.size());
     const auto suffix = [&](std::size_t g) { return groups.size() > 1 ? "[" + std::to_string(g) + "]" : std::string(); };
 
+    // NVIDIA DLE's loop (main.py) ends each iteration with torch.cuda.synchronize(); the GPU then
+    // waits while the CPU steps the learning-rate scheduler, copies the batch into the graph's
+    // three static inputs (copy_) and calls graph.replay(): one op gap, then four launched ops.
+    if (c_.graph_forward_backward)
+      rank.cpu("iteration_start", c_.cpu_op_gap + 4 * (c_.cpu_op_gap + LaunchModel{}.cpu_launch));
+
     // Forward. Every bottom layer and all top layers but the last end in a ReLU; with
     // mlp_epilogue fused, bias and ReLU are in the GEMM's epilogue.
     if (has_bottom(r))

@@ -467,7 +467,8 @@ std::vector<std::string> op_names(const Trace& t, int rank) {
   return out;
 }
 
-// graph_scope forward_backward + sparse gradients under AMP, on 2 GPUs: after the backward the
+// graph_scope forward_backward + sparse gradients under AMP, on 2 GPUs: the graph waits for the
+// CPU's iteration start (DLE synchronizes every iteration); after the backward the
 // CPU launches (25 us each) the dense unscale, syncs on GradScaler's inf flag, launches FusedSGD,
 // then per table group the sparse gradient's unscale, its -lr scaling and the index_add; the
 // backward only casts the fp16 pooled gradient back to fp32 (4 tables x 1024 samples x 16).
@@ -493,10 +494,16 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
   EXPECT_LT(at("embedding_grad_scale_lr"), at("embedding_sgd"));
   EXPECT_EQ(names.back(), "embedding_sgd");
   EXPECT_EQ(std::count(names.begin(), names.end(), "embedding_backward"), 0);
+  // The iteration starts on the CPU after DLE's per-iteration synchronize: the learning-rate
+  // scheduler (T1), three copies into the graph's inputs and the replay (T1 + T4 each).
+  const Program& p = t.program(0);
+  ASSERT_EQ(p.ops.front().kind, OpKind::cpu);
+  EXPECT_EQ(t.names[p.ops.front().name], "iteration_start");
+  EXPECT_DOUBLE_EQ(p.ops.front().duration, 21e-6 + 4 * (21e-6 + 4e-6));
   int launches = 0;
-  for (const Op& o : t.program(0).ops)
-    if (o.kind == OpKind::cpu) {
-      EXPECT_DOUBLE_EQ(o.duration, 21e-6 + 4e-6);   // Lin et al.'s op gap T1 + launch call T4
+  for (std::size_t i = 1; i < p.ops.size(); ++i)
+    if (p.ops[i].kind == OpKind::cpu) {
+      EXPECT_DOUBLE_EQ(p.ops[i].duration, 21e-6 + 4e-6);   // Lin et al.'s op gap T1 + launch call T4
       ++launches;
     }
   EXPECT_EQ(launches, 5);   // unscale, optimizer, and the three embedding passes
