@@ -67,7 +67,7 @@ const std::vector<KindSpec>& kinds() {
         {"k", Type::Whole, 1},
         {"dtype", Type::Choice, 0, {"fp32", "tf32", "fp16", "bf16", "fp8"}},
         kTime},
-       {{"batch", Type::Whole, 1}, {"layout", Type::Choice, 0, {"NN", "NT", "TN"}}}},
+       {{"batch", Type::Whole, 1}, {"layout", Type::Choice, 0, {"NN", "NT", "TN", "TT"}}}},
       {"embedding",
        {{"rows", Type::Whole, 1},
         {"dim", Type::Whole, 1},

@@ -213,6 +213,9 @@ class FileValidator {
     spec.dtype = models::parse_dtype(m.text("dtype"), where + ".dtype");
     for (const char* key : {"m", "n", "k"}) spec.params[key] = m.number(key);
     spec.params["batch"] = m.number_or("batch", 1);
+    const std::string layout = m.text_or("layout", "NN");
+    spec.params["transpose_a"] = layout[0] == 'T' ? 1 : 0;
+    spec.params["transpose_b"] = layout[1] == 'T' ? 1 : 0;
     const models::KernelCost cost = kernel(spec, where);
     CaseResult c;
     c.kind = "gemm";
@@ -445,10 +448,14 @@ ValidationResult validate(const std::vector<MeasurementFile>& files, const Valid
   for (const MeasurementFile& file : files) {
     FileValidator validator(file, options, *engine);
     validator.load_default_platform();
-    int fitted = 0;
+    int fitted = 0, other_kinds = 0;
     for (std::size_t i = 0; i < file.measurements.size(); ++i) {
       const Measurement& m = file.measurements[i];
       const std::string where = where_of(file, i, m);
+      if (!options.kinds.empty() && std::find(options.kinds.begin(), options.kinds.end(), m.kind) == options.kinds.end()) {
+        ++other_kinds;
+        continue;
+      }
       // A case the calibration was fitted on would score the fit, not the prediction.
       if (validator.was_fitted(i)) {
         ++fitted;
@@ -473,6 +480,9 @@ ValidationResult validate(const std::vector<MeasurementFile>& files, const Valid
     if (fitted > 0)
       result.notes.push_back(fmt::format("{}: {} case(s) left out: the platform's calibration was fitted on them",
                                          file.path.empty() ? "<memory>" : file.path, fitted));
+    if (other_kinds > 0)
+      result.notes.push_back(fmt::format("{}: {} case(s) of other kinds left out (--kind)",
+                                         file.path.empty() ? "<memory>" : file.path, other_kinds));
   }
   result.groups = summarise(result.cases, collect(result.cases, options.min_size, options.min_kernel_time, true));
   result.overall = summarise(result.cases, collect(result.cases, options.min_size, options.min_kernel_time, false));

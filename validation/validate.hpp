@@ -44,6 +44,8 @@ struct ValidateOptions {
   /// harness times back-to-back calls, so below ~20 us it measures the CPU's call rate (4.7 us
   /// per cudaMemcpyAsync, 7-10 us per cuBLAS call on the H100 runs), not the kernel the model prices.
   Seconds min_kernel_time = 20e-6;
+  /// Kinds of measurement to score (--kind); empty = all. The others are counted as left out.
+  std::vector<std::string> kinds;
 };
 
 /// @brief One measured case beside its prediction.

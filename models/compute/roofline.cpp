@@ -19,10 +19,8 @@
 ///    on an H100 SXM with cuBLAS (stepsim-harness gemm, validation/measurements/h100-sxm/
 ///    gemm-dlrm-{nt,nn,tn}.yaml): fp16 65536 x 1024 x 479 in the three layouts of a linear layer
 ///    122.6, 118.3 and 132.5 TFLOP/s (mean 124.5 = 12.6 % of 989.4) against 558-659 with 480.
-///    The memory-bound ones reach 26-54 % of the HBM roof (geomean 37 %) where 16-element
-///    multiples reach 72-98 %: fp16 65536 x 512 x 13 in the three layouts 1.48, 1.09, 0.85 TB/s,
-///    batched 27 x 27 x 128 (x 65536) in three layouts 1.66, 1.13, 0.81 TB/s, of 3.07.
-///    Other architectures use the same fractions as calibration inputs.
+///    (Their memory-bound rate, by layout, is in gemm.cpp.) Other architectures use the same
+///    fraction as a calibration input.
 ///  - HBM: Lin et al.'s measured peak DRAM bandwidth (papers.md §3.1, ml_perf_model utils.py):
 ///    A100-40GB 1391.1 of 1555 GB/s, V100 816.95 of 900, P100 543.4 of 732; Hopper from the
 ///    STREAM triad of github.com/te42kyfo/gpu-benches (cuda-stream/h100_pcie.txt): 1832 of
@@ -38,20 +36,19 @@ namespace stepsim::models {
 const ArchEfficiency& arch_efficiency(platforms::GpuArch arch) {
   using platforms::GpuArch;
   constexpr double kUnaligned = 124.5 / 989.4;
-  constexpr double kUnalignedMemory = 0.37;
   // Pascal, Volta and Turing have no FP8 units (fp8 runs at the 16-bit rate, see peak_flops)
   // and no FlashAttention-2 (sm80+); their figures are calibration inputs (estimates) until
   // `stepsim calibrate` measures them.
-  static const ArchEfficiency pascal{128, 128, 0.75, 0.75, kUnaligned, kUnalignedMemory, 0.30, 0.25, 543.4 / 732};
-  static const ArchEfficiency volta{128, 128, 0.80, 0.80, kUnaligned, kUnalignedMemory, 0.30, 0.25, 816.95 / 900};
-  static const ArchEfficiency turing{128, 128, 0.80, 0.80, kUnaligned, kUnalignedMemory, 0.30, 0.25, 0.90};
+  static const ArchEfficiency pascal{128, 128, 0.75, 0.75, kUnaligned, 0.30, 0.25, 543.4 / 732};
+  static const ArchEfficiency volta{128, 128, 0.80, 0.80, kUnaligned, 0.30, 0.25, 816.95 / 900};
+  static const ArchEfficiency turing{128, 128, 0.80, 0.80, kUnaligned, 0.30, 0.25, 0.90};
   // Ampere: attention backward 0.55 is a calibration input within FA2's reported 50-73 %.
-  static const ArchEfficiency ampere{128, 256, 267.9 / 312, 267.9 / 312, kUnaligned, kUnalignedMemory, 0.70, 0.55, 1391.1 / 1555};
+  static const ArchEfficiency ampere{128, 256, 267.9 / 312, 267.9 / 312, kUnaligned, 0.70, 0.55, 1391.1 / 1555};
   // Hopper: attention backward 0.30 is a calibration input (FA2's backward trails its forward).
-  static const ArchEfficiency hopper{128, 256, 794.5 / 989, 1453.4 / 1979, kUnaligned, kUnalignedMemory, 0.35, 0.30, 1832.0 / 2000};
+  static const ArchEfficiency hopper{128, 256, 794.5 / 989, 1453.4 / 1979, kUnaligned, 0.35, 0.30, 1832.0 / 2000};
   // Blackwell: attention and HBM figures are calibration inputs (Hopper's FA2 figures; FA2 is
   // not tuned for sm100 either).
-  static const ArchEfficiency blackwell{128, 256, 1745.0 / 2250, 3432.5 / 4500, kUnaligned, kUnalignedMemory, 0.35, 0.30, 0.90};
+  static const ArchEfficiency blackwell{128, 256, 1745.0 / 2250, 3432.5 / 4500, kUnaligned, 0.35, 0.30, 0.90};
   switch (arch) {
     case GpuArch::pascal: return pascal;
     case GpuArch::volta: return volta;

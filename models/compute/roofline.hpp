@@ -16,7 +16,6 @@ struct ArchEfficiency {
   double gemm = 1;               ///< fraction of dense peak a wave-aligned large GEMM reaches
   double gemm_fp8 = 1;           ///< the same for FP8 GEMMs (GPUs with FP8 units)
   double gemm_unaligned = 1;     ///< the same for tensor-core GEMMs with a dimension not a multiple of 16 bytes
-  double gemm_unaligned_memory = 1;  ///< fraction of the HBM roof (hbm) such GEMMs' element-wide loads reach
   double attention_forward = 1;  ///< fraction of dense peak of the fused attention kernel
   double attention_backward = 1;
   double hbm = 1;                ///< fraction of datasheet HBM bandwidth streaming kernels reach

@@ -19,6 +19,7 @@ struct ValidateArgs {
   std::string min_size = "1MiB";
   std::string report;
   std::string format = "text";
+  std::vector<std::string> kinds;
 };
 
 int run(const ValidateArgs& args) {
@@ -30,6 +31,7 @@ int run(const ValidateArgs& args) {
   options.algo_params = args.algo_params;
   options.engine = args.engine;
   options.min_size = size_flag("--min-size", args.min_size);
+  options.kinds = args.kinds;
   std::vector<validation::MeasurementFile> files;
   for (const std::string& path : args.files) files.push_back(validation::load_measurements(path));
   const validation::ValidationResult result = validation::validate(files, options);
@@ -56,6 +58,12 @@ Action add_validate_command(CLI::App& command) {
       ->check(CLI::IsMember({"analytical", "event"}));
   command.add_option("--min-size", args->min_size, "Smallest collective size in the headline geomean (default 1MiB)");
   command.add_option("--report", args->report, "Write a self-contained HTML report with plots to FILE.html");
+  command
+      .add_option("--kind", args->kinds,
+                  "Score only measurements of this kind (repeatable): collective, gemm, copy, embedding, compression, "
+                  "iteration, kernel")
+      ->take_all()
+      ->check(CLI::IsMember({"collective", "gemm", "copy", "embedding", "compression", "iteration", "kernel"}));
   add_format_option(command, args->format);
   command.footer(
       "Predicts every case of the files on PLATFORM; a file's system.params, gpu_list and nodes apply, and\n"

@@ -51,6 +51,33 @@ std::string copy_direction(const std::string& name) {
   return "";
 }
 
+/// GPU time of every aten matrix-product op: the summed durations of the GPU activity its CUDA
+/// launches started (a GEMM and its split-K reduction or memset), each launch counted for the
+/// innermost product op around it on the same CPU thread. Ops that launched nothing are left out.
+std::vector<std::pair<const KinetoEvent*, double>> matmul_gpu_times(const KinetoProfile& profile) {
+  std::map<std::int64_t, double> gpu_us;  // correlation -> GPU duration
+  for (const KinetoEvent& e : profile.gpu_events)
+    if (e.correlation >= 0) gpu_us[e.correlation] += e.dur;
+  std::map<const KinetoEvent*, double> total;
+  for (const KinetoEvent& call : profile.api_calls) {
+    auto gpu = gpu_us.find(call.correlation);
+    if (gpu == gpu_us.end()) continue;
+    // The innermost op around the call: the latest-starting one that still contains it.
+    auto it = std::upper_bound(profile.matmuls.begin(), profile.matmuls.end(), call.ts,
+                               [](double ts, const KinetoEvent& op) { return ts < op.ts; });
+    while (it != profile.matmuls.begin()) {
+      --it;
+      if (it->pid == call.pid && it->tid == call.tid && call.ts <= it->end()) {
+        total[&*it] += gpu->second;
+        break;
+      }
+    }
+  }
+  std::vector<std::pair<const KinetoEvent*, double>> out(total.begin(), total.end());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first->ts < b.first->ts; });
+  return out;
+}
+
 }  // namespace
 
 MeasurementFile kineto_measurements(const KinetoProfile& profile, const KinetoOptions& options) {
@@ -117,6 +144,31 @@ MeasurementFile kineto_measurements(const KinetoProfile& profile, const KinetoOp
     m.spread = samples.spread();
     file.measurements.push_back(m);
   }
+  // In-situ GEMMs: every product op with recorded shapes, grouped by shape and dtype.
+  std::map<std::tuple<double, double, double, double, std::string, std::string>, Samples> gemms;  // m n k batch dtype layout
+  int shapeless = 0;
+  for (const auto& [op, us] : matmul_gpu_times(profile)) {
+    const std::optional<MatmulShape> shape = matmul_shape(*op);
+    if (!shape) {
+      ++shapeless;
+      continue;
+    }
+    gemms[{shape->m, shape->n, shape->k, shape->batch, shape->dtype, shape->layout}].us.push_back(us);
+  }
+  for (const auto& [key, samples] : gemms) {
+    const auto& [m_, n_, k_, batch, dtype, layout] = key;
+    Measurement m;
+    m.kind = "gemm";
+    m.numbers["m"] = m_;
+    m.numbers["n"] = n_;
+    m.numbers["k"] = k_;
+    if (batch > 1) m.numbers["batch"] = batch;
+    m.texts["dtype"] = dtype;
+    if (!layout.empty()) m.texts["layout"] = layout;
+    m.time_s = samples.mean_s();
+    m.spread = samples.spread();
+    if (m.time_s > 0) file.measurements.push_back(m);
+  }
   for (const KinetoEvent& step : profile.steps) {
     if (!(step.dur > 0)) continue;
     Measurement m;
@@ -132,7 +184,15 @@ MeasurementFile kineto_measurements(const KinetoProfile& profile, const KinetoOp
   if (unknown_collectives > 0)
     notes.push_back(std::to_string(unknown_collectives) +
                     " NCCL kernel(s) without torch collective metadata (send/recv, or torch < 2.1) kept as kernels only");
-  file.source.notes = notes.size() == 1 ? notes[0] : notes[0] + "; " + notes[1];
+  if (!gemms.empty())
+    notes.push_back("gemm entries: the GPU time of aten matrix-product ops (their GEMM kernels and split-K "
+                    "reductions), grouped by shape; fp32 products are named fp32 (a trace does not say allow_tf32)");
+  if (shapeless > 0)
+    notes.push_back(std::to_string(shapeless) +
+                    " matrix-product op(s) without recorded shapes (profile with record_shapes=True) or of another type");
+  std::string joined;
+  for (const std::string& note : notes) joined += (joined.empty() ? "" : "; ") + note;
+  file.source.notes = joined;
   return file;
 }
 

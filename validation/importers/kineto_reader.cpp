@@ -39,6 +39,17 @@ bool is_step(const json& event) {
   return name != event.end() && name->is_string() && name->get_ref<const std::string&>().rfind("ProfilerStep#", 0) == 0;
 }
 
+const char* const kMatmulOps[] = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"};
+
+bool is_matmul_name(const std::string& name) {
+  return std::find(std::begin(kMatmulOps), std::end(kMatmulOps), name) != std::end(kMatmulOps);
+}
+
+bool is_matmul(const json& event) {
+  auto name = event.find("name");
+  return name != event.end() && name->is_string() && is_matmul_name(name->get_ref<const std::string&>());
+}
+
 /// torch's `record_param_comms` CPU op: the collective metadata of the NCCL call made inside it.
 bool is_comm_record(const json& event) {
   auto name = event.find("name");
@@ -50,7 +61,8 @@ bool keep(int depth, json::parse_event_t what, json& parsed) {
   if (depth != 2 || what != json::parse_event_t::object_end || !parsed.contains("ph")) return true;
   auto cat = parsed.find("cat");
   if (cat == parsed.end() || !cat->is_string()) return false;
-  return kept_category(cat->get_ref<const std::string&>()) || is_step(parsed) || is_comm_record(parsed);
+  return kept_category(cat->get_ref<const std::string&>()) || is_step(parsed) || is_comm_record(parsed) ||
+         is_matmul(parsed);
 }
 
 double number_or(const json& object, const char* key, double fallback) {
@@ -234,6 +246,9 @@ KinetoProfile parse_kineto(const std::string& json_text, const std::string& orig
     } else if (event.name == "record_param_comms") {
       if (auto args = e.find("args"); args != e.end() && args->is_object()) event.args = std::move(*args);
       comm_records.push_back(std::move(event));
+    } else if (is_matmul_name(event.name) && event.cat == "cpu_op") {
+      if (auto args = e.find("args"); args != e.end() && args->is_object()) event.args = std::move(*args);
+      profile.matmuls.push_back(std::move(event));
     } else if (event.name.rfind("ProfilerStep#", 0) == 0 && event.cat != "gpu_user_annotation") {
       profile.steps.push_back(std::move(event));
     }
@@ -244,7 +259,57 @@ KinetoProfile parse_kineto(const std::string& json_text, const std::string& orig
   std::stable_sort(profile.gpu_events.begin(), profile.gpu_events.end(), by_ts);
   std::stable_sort(profile.api_calls.begin(), profile.api_calls.end(), by_ts);
   std::stable_sort(profile.steps.begin(), profile.steps.end(), by_ts);
+  std::stable_sort(profile.matmuls.begin(), profile.matmuls.end(), by_ts);
   return profile;
+}
+
+std::optional<MatmulShape> matmul_shape(const KinetoEvent& op) {
+  const json& args = op.args;
+  if (!args.is_object() || !args.contains("Input Dims") || !args["Input Dims"].is_array()) return std::nullopt;
+  const json& dims = args["Input Dims"];
+  const auto shape = [&](std::size_t i) {
+    std::vector<double> out;
+    if (i < dims.size() && dims[i].is_array())
+      for (const json& d : dims[i])
+        if (d.is_number()) out.push_back(d.get<double>());
+    return out;
+  };
+  // Operands: mm (A, B); addmm (bias, A, B, ...); bmm (A, B); baddbmm (C, A, B, ...).
+  const bool with_input = op.name == "aten::addmm" || op.name == "aten::baddbmm";
+  const std::size_t a_index = with_input ? 1 : 0;
+  const std::vector<double> a = shape(a_index), b = shape(a_index + 1);
+  const bool batched = op.name == "aten::bmm" || op.name == "aten::baddbmm";
+  const std::size_t rank = batched ? 3 : 2;
+  if (a.size() != rank || b.size() != rank || a[rank - 1] != b[rank - 2]) return std::nullopt;
+  MatmulShape out;
+  out.batch = batched ? a[0] : 1;
+  out.m = a[rank - 2];
+  out.k = a[rank - 1];
+  out.n = b[rank - 1];
+  // torch's names: "float" (fp32; TF32 only when allow_tf32, which a trace does not say), "c10::Half",
+  // "c10::BFloat16".
+  std::string type;
+  if (args.contains("Input type") && args["Input type"].is_array() && a_index < args["Input type"].size() &&
+      args["Input type"][a_index].is_string())
+    type = args["Input type"][a_index].get<std::string>();
+  if (type == "float") out.dtype = "fp32";
+  else if (type == "c10::Half") out.dtype = "fp16";
+  else if (type == "c10::BFloat16") out.dtype = "bf16";
+  else return std::nullopt;
+  if (!(out.m > 0 && out.n > 0 && out.k > 0 && out.batch > 0)) return std::nullopt;
+  // An operand whose last dimension is not the contiguous one is a transposed view.
+  if (args.contains("Input Strides") && args["Input Strides"].is_array()) {
+    const json& strides = args["Input Strides"];
+    const auto transposed = [&](std::size_t i, const std::vector<double>& dims) -> std::optional<bool> {
+      if (i >= strides.size() || !strides[i].is_array() || strides[i].size() != dims.size()) return std::nullopt;
+      const json& last = strides[i][dims.size() - 1];
+      if (!last.is_number()) return std::nullopt;
+      return last.get<double>() != 1 && dims[dims.size() - 1] != 1;
+    };
+    const std::optional<bool> ta = transposed(a_index, a), tb = transposed(a_index + 1, b);
+    if (ta && tb) out.layout = std::string(*ta ? "T" : "N") + (*tb ? "T" : "N");
+  }
+  return out;
 }
 
 KinetoProfile read_kineto(const std::string& path) { return parse_kineto(read_maybe_gzip(path), path); }

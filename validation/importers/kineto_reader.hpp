@@ -3,9 +3,10 @@
 /// events the importers use, and the trace's device and distributed metadata.
 ///
 /// Contract: keeps GPU activity (cat `kernel`, `gpu_memcpy`, `gpu_memset`), CUDA API calls
-/// (cat `cuda_runtime`, `cuda_driver`), `ProfilerStep#N` annotations and torch's
-/// `record_param_comms` ops; every other event is dropped while parsing, so memory follows the
-/// kept events, not the file. An NCCL kernel whose args lack torch's collective metadata gets
+/// (cat `cuda_runtime`, `cuda_driver`), `ProfilerStep#N` annotations, torch's
+/// `record_param_comms` ops and its matrix-product ops (`aten::mm`, `addmm`, `bmm`, `baddbmm`,
+/// with their `Input Dims` when the profiler recorded shapes); every other event is dropped
+/// while parsing, so memory follows the kept events, not the file. An NCCL kernel whose args lack torch's collective metadata gets
 /// that of the `record_param_comms` op its launch ran in. Malformed JSON and
 /// missing `traceEvents` are ConfigErrors naming the file (and the line for JSON errors).
 #include <cstdint>
@@ -43,7 +44,20 @@ struct KinetoProfile {
   std::vector<KinetoEvent> gpu_events;   ///< kernels, memcpys, memsets, in ts order
   std::vector<KinetoEvent> api_calls;    ///< cuda_runtime / cuda_driver calls, in ts order
   std::vector<KinetoEvent> steps;        ///< ProfilerStep#N annotations, in ts order
+  std::vector<KinetoEvent> matmuls;      ///< aten matrix-product CPU ops with their args, in ts order
 };
+
+/// @brief A matrix product as stepsim's gemm model takes it, read from an aten op's
+/// `Input Dims` and `Input type`: C (m x n) = A (m x k) B (k x n), `batch` of them.
+struct MatmulShape {
+  double m = 0, n = 0, k = 0, batch = 1;
+  std::string dtype;   ///< fp32 / fp16 / bf16
+  std::string layout;  ///< NN, NT, TN or TT from `Input Strides` (T: the operand is a transposed view); "" unknown
+};
+
+/// @brief The shape of an `aten::mm`, `addmm`, `bmm` or `baddbmm` op; nullopt when the op lacks
+/// recorded shapes or has a type stepsim's gemm model has no name for.
+std::optional<MatmulShape> matmul_shape(const KinetoEvent& op);
 
 /// @brief What torch.distributed (torch >= 2.1) writes into the args of an NCCL kernel.
 struct NcclCall {

@@ -94,6 +94,75 @@ TEST(KinetoImport, CollectiveMetadataFromRecordParamComms) {
   EXPECT_EQ(calls, 2);
 }
 
+// aten matrix-product ops with recorded shapes become gemm entries: an addmm (bias, A, B) whose
+// launches started a GEMM and a split-K reduction (10 + 2 us), the same shape again (14 us:
+// one entry, mean 13 us), a bmm whose A is a transposed view (strides), an mm inside an outer
+// mm (each launch counts for the innermost op), and an mm without shapes (counted in the notes).
+TEST(KinetoImport, MatrixProductOpsBecomeInSituGemms) {
+  json events = json::array();
+  int correlation = 100;
+  const auto op = [&](const std::string& name, double ts, double dur, json args) {
+    events.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 1}, {"tid", 1}, {"ts", ts}, {"dur", dur},
+                      {"args", args}});
+  };
+  const auto launch = [&](double ts, double gpu_ts, double gpu_dur, const std::string& kernel) {
+    ++correlation;
+    events.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"}, {"pid", 1}, {"tid", 1},
+                      {"ts", ts}, {"dur", 2}, {"args", {{"correlation", correlation}}}});
+    events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", kernel}, {"pid", 0}, {"tid", 7}, {"ts", gpu_ts},
+                      {"dur", gpu_dur}, {"args", {{"correlation", correlation}, {"stream", 7}}}});
+  };
+  const json half2 = json::array({"c10::Half", "c10::Half", "c10::Half"});
+  op("aten::addmm", 0, 20,
+     {{"Input Dims", {{1024}, {8192, 512}, {512, 1024}}}, {"Input Strides", {{1}, {512, 1}, {1, 512}}},
+      {"Input type", half2}});
+  launch(5, 100, 10, "gemm_kernel");
+  launch(10, 111, 2, "splitKreduce_kernel");
+  op("aten::addmm", 30, 20,
+     {{"Input Dims", {{1024}, {8192, 512}, {512, 1024}}}, {"Input Strides", {{1}, {512, 1}, {1, 512}}},
+      {"Input type", half2}});
+  launch(35, 120, 14, "gemm_kernel");
+  op("aten::bmm", 60, 20,
+     {{"Input Dims", {{64, 27, 128}, {64, 128, 27}}}, {"Input Strides", {{3456, 1, 27}, {3456, 27, 1}}},
+      {"Input type", {"float", "float"}}});
+  launch(65, 140, 30, "bmm_kernel");
+  op("aten::mm", 90, 30, {{"Input Dims", {{4096, 4096}, {4096, 4096}}}, {"Input type", {"c10::BFloat16", "c10::BFloat16"}}});
+  op("aten::mm", 95, 10, {{"Input Dims", {{256, 256}, {256, 256}}}, {"Input type", {"c10::BFloat16", "c10::BFloat16"}}});
+  launch(100, 180, 4, "inner_kernel");
+  launch(110, 190, 50, "outer_kernel");
+  op("aten::mm", 130, 10, json::object());
+  launch(132, 250, 5, "shapeless_kernel");
+  json doc = {{"traceEvents", events}};
+
+  const KinetoProfile p = parse_kineto(doc.dump(), "matmuls.json");
+  ASSERT_EQ(p.matmuls.size(), 6u);
+  const MeasurementFile f = kineto_measurements(p, KinetoOptions{});
+  std::vector<const Measurement*> gemms;
+  for (const Measurement& m : f.measurements)
+    if (m.kind == "gemm") gemms.push_back(&m);
+  ASSERT_EQ(gemms.size(), 4u);  // sorted by (m, n, k, batch, dtype, layout)
+  const auto shape = [](const Measurement* m) {
+    return std::vector<double>{m->number("m"), m->number("n"), m->number("k"), m->number_or("batch", 1)};
+  };
+  EXPECT_EQ(shape(gemms[0]), (std::vector<double>{27, 27, 128, 64}));
+  EXPECT_EQ(gemms[0]->text("dtype"), "fp32");
+  EXPECT_EQ(gemms[0]->text("layout"), "TN");  // A (27 x 128, strides 1, 27) is a transposed view
+  EXPECT_DOUBLE_EQ(gemms[0]->time_s, 30e-6);
+  EXPECT_EQ(shape(gemms[1]), (std::vector<double>{256, 256, 256, 1}));
+  EXPECT_DOUBLE_EQ(gemms[1]->time_s, 4e-6);   // the inner op's launch only
+  EXPECT_FALSE(gemms[1]->texts.count("layout"));  // no strides recorded
+  EXPECT_EQ(shape(gemms[2]), (std::vector<double>{4096, 4096, 4096, 1}));
+  EXPECT_EQ(gemms[2]->text("dtype"), "bf16");
+  EXPECT_DOUBLE_EQ(gemms[2]->time_s, 50e-6);
+  EXPECT_EQ(shape(gemms[3]), (std::vector<double>{8192, 1024, 512, 1}));
+  EXPECT_EQ(gemms[3]->text("dtype"), "fp16");
+  EXPECT_EQ(gemms[3]->text("layout"), "NT");  // B (512 x 1024, strides 1, 512): the weight's transpose
+  EXPECT_DOUBLE_EQ(gemms[3]->time_s, 13e-6);  // (10 + 2 and 14 us) / 2
+  ASSERT_TRUE(gemms[3]->spread);
+  EXPECT_EQ(gemms[3]->spread->repetitions, 2);
+  EXPECT_NE(f.source.notes.find("1 matrix-product op(s) without recorded shapes"), std::string::npos) << f.source.notes;
+}
+
 TEST(KinetoImport, TruncatedRankListsAreCompleted) {
   KinetoEvent kernel;
   kernel.cat = "kernel";

@@ -171,6 +171,28 @@ TEST(Validate, TorchEmbeddingBagCasesUseItsModelPerTable) {
   EXPECT_EQ(r.not_modelled.count("embedding torch backward"), 1u);
 }
 
+// --kind scores only the kinds asked for; the rest are counted in a note, not predicted (an
+// iteration whose workload cannot load is then no error).
+TEST(Validate, KindFilterLeavesOtherKindsOut) {
+  MeasurementFile f = file_of({
+      make("gemm", 1e-3, {{"m", 4096}, {"n", 4096}, {"k", 4096}}, {{"dtype", "bf16"}}),
+      make("iteration", 1e-1, {}, {{"workload", "no-such-workload.yaml"}}),
+      allgather(1e8, 4e-4),
+  });
+  ValidateOptions o = ring_on_fixture();
+  o.kinds = {"gemm"};
+  const ValidationResult r = validate({f}, o);
+  ASSERT_EQ(r.cases.size(), 1u);
+  EXPECT_EQ(r.cases[0].kind, "gemm");
+  EXPECT_TRUE(r.not_modelled.empty());
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("2 case(s) of other kinds left out"), std::string::npos) << r.notes[0];
+  o.kinds = {"gemm", "collective"};
+  EXPECT_EQ(validate({f}, o).cases.size(), 2u);
+  o.kinds.clear();
+  EXPECT_THROW(validate({f}, o), stepsim::ConfigError);  // all kinds: the missing workload is an error
+}
+
 TEST(Validate, CompressionUsesTheCodecModelWithTheCasesParameters) {
   MeasurementFile f = file_of({
       make("compression", 1e-4, {{"size_bytes", 1 << 26}, {"rate", 8}}, {{"codec", "zfp"}, {"direction", "compress"}}),

@@ -559,8 +559,21 @@ CollectiveCall call(models::CollectiveOp op, Bytes bytes, int group) {
   return c;
 }
 
-KernelSpec gemm(Dtype dtype, double m, double n, double k, double batch = 1) {
-  return KernelSpec{"gemm", dtype, {{"m", m}, {"n", n}, {"k", k}, {"batch", batch}}, {}};
+/// Which operand of a product is stored transposed: a linear layer's forward multiplies by its
+/// weight's transpose (NT), its data gradient by the weight (NN), its weight gradient by the
+/// input's transpose (TN).
+enum class Layout : std::uint8_t { nn, nt, tn };
+
+KernelSpec gemm(Dtype dtype, double m, double n, double k, double batch, Layout layout) {
+  return KernelSpec{"gemm",
+                    dtype,
+                    {{"m", m},
+                     {"n", n},
+                     {"k", k},
+                     {"batch", batch},
+                     {"transpose_a", layout == Layout::tn ? 1.0 : 0.0},
+                     {"transpose_b", layout == Layout::nt ? 1.0 : 0.0}},
+                    {}};
 }
 
 /// A rank's lookups of one kind of shard: `tables` shards alike in rows, dim, pooling and
@@ -783,9 +796,9 @@ class DlrmBuilder {
   double build_rank(int r, RankBuilder& rank) {
     double flops = 0;
     const Dtype dt = c_.dtype;
-    const auto gemm_op = [&](const std::string& name, double m, double n, double k, double batch = 1) {
+    const auto gemm_op = [&](const std::string& name, Layout layout, double m, double n, double k, double batch = 1) {
       flops += 2 * m * n * k * batch;
-      rank.kernel(name, gemm(dt, m, n, k, batch));
+      rank.kernel(name, gemm(dt, m, n, k, batch, layout));
     };
     const auto bottom = layers(c_.dense_features, c_.bottom_mlp);
     const auto top = layers(top_input(), c_.top_mlp);
@@ -805,7 +818,7 @@ class DlrmBuilder {
     // mlp_epilogue fused, bias and ReLU are in the GEMM's epilogue.
     if (has_bottom(r))
       for (std::size_t i = 0; i < bottom.size(); ++i) {
-        gemm_op("bottom_mlp.fc" + std::to_string(i), bb, bottom[i].out, bottom[i].in);
+        gemm_op("bottom_mlp.fc" + std::to_string(i), Layout::nt, bb, bottom[i].out, bottom[i].in);
         relu_forward(rank, "bottom_mlp.fc" + std::to_string(i), bb * bottom[i].out);
       }
     const double embedding_bytes = models::bytes_of(c_.embedding_dtype);
@@ -872,14 +885,14 @@ class DlrmBuilder {
         fused_interaction("interaction", false);
       } else {
         rank.kernel("interaction.cat", pass_spec(b * vectors * dim, act_bytes_, act_bytes_));
-        gemm_op("interaction", vectors, vectors, dim, b);
+        gemm_op("interaction", Layout::nt, vectors, vectors, dim, b);
         // The triangle's elements lie in nearly every 32-byte sector of the products: read all.
         rank.kernel("interaction.pairs", pass_spec(b * pairs, act_bytes_ * vectors * vectors / pairs, act_bytes_));
         rank.kernel("interaction.output_cat", pass_spec(b * (dim + pairs), act_bytes_, act_bytes_));
       }
     }
     for (std::size_t i = 0; i < top.size(); ++i) {
-      gemm_op("top_mlp.fc" + std::to_string(i), b, top[i].out, top[i].in);
+      gemm_op("top_mlp.fc" + std::to_string(i), Layout::nt, b, top[i].out, top[i].in);
       if (i + 1 < top.size()) relu_forward(rank, "top_mlp.fc" + std::to_string(i), b * top[i].out);
     }
     rank.kernel("loss", loss_forward(b));
@@ -891,8 +904,8 @@ class DlrmBuilder {
     for (std::size_t i = top.size(); i-- > 0;) {
       const std::string layer = "top_mlp.fc" + std::to_string(i);
       epilogue_backward(rank, layer, b * top[i].out, i + 1 < top.size());
-      gemm_op(layer + ".dgrad", b, top[i].in, top[i].out);
-      gemm_op(layer + ".wgrad", top[i].out, top[i].in, b);
+      gemm_op(layer + ".dgrad", Layout::nn, b, top[i].in, top[i].out);
+      gemm_op(layer + ".wgrad", Layout::tn, top[i].out, top[i].in, b);
       bias_grad(rank, layer, b * top[i].out);
       const double params = static_cast<double>(top[i].in) * top[i].out + top[i].out;
       buckets.add(params * 4);
@@ -907,8 +920,8 @@ class DlrmBuilder {
       } else {
         rank.kernel("interaction.pairs.zero", pass_spec(b * vectors * vectors, 0, act_bytes_));
         rank.kernel("interaction.pairs.backward", pass_spec(b * pairs, 2 * act_bytes_, act_bytes_));
-        gemm_op("interaction.backward", vectors, dim, vectors, b);
-        gemm_op("interaction.backward_transposed", dim, vectors, vectors, b);
+        gemm_op("interaction.backward", Layout::nn, vectors, dim, vectors, b);
+        gemm_op("interaction.backward_transposed", Layout::tn, dim, vectors, vectors, b);
         rank.kernel("interaction.grad_add", pass_spec(b * vectors * dim, 2 * act_bytes_, act_bytes_));
         rank.kernel("bottom_output.grad_add", pass_spec(b * dim, 2 * act_bytes_, act_bytes_));
       }
@@ -1059,8 +1072,8 @@ class DlrmBuilder {
       const std::string layer = "bottom_mlp.fc" + std::to_string(i);
       epilogue_backward(rank, layer, bb * bottom[i].out, true);
       // The dense features need no gradient, so the first layer has no dgrad.
-      if (i > 0) gemm_op(layer + ".dgrad", bb, bottom[i].in, bottom[i].out);
-      gemm_op(layer + ".wgrad", bottom[i].out, bottom[i].in, bb);
+      if (i > 0) gemm_op(layer + ".dgrad", Layout::nn, bb, bottom[i].in, bottom[i].out);
+      gemm_op(layer + ".wgrad", Layout::tn, bottom[i].out, bottom[i].in, bb);
       bias_grad(rank, layer, bb * bottom[i].out);
       const double params = static_cast<double>(bottom[i].in) * bottom[i].out + bottom[i].out;
       // On rank 0 alone (NVIDIA's placement) the bottom MLP is not replicated: no allreduce.

@@ -144,12 +144,12 @@ TEST_F(TraceLoader, RoundTripGivesTheExactStructures) {
   call.options.extra = {{"x", "y"}};
   expect_same_call(t.collectives[0], call);
 
-  // The second GEMM writes the default batch out: the completed specs coincide.
+  // The second GEMM writes the default batch out: the completed specs (defaults filled in) coincide.
   ASSERT_EQ(t.kernels.size(), 1u);
   models::KernelSpec gemm;
   gemm.kind = "gemm";
   gemm.dtype = models::Dtype::bf16;
-  gemm.params = {{"m", 4096}, {"n", 4096}, {"k", 4096}, {"batch", 1}};
+  gemm.params = {{"m", 4096}, {"n", 4096}, {"k", 4096}, {"batch", 1}, {"transpose_a", 0}, {"transpose_b", 0}};
   EXPECT_EQ(t.kernels[0], gemm);
 
   EXPECT_EQ(t.names,
