@@ -154,6 +154,7 @@ struct DlrmConfig {
   std::uint64_t seed = 0;
   std::vector<int> placement;        // table_wise: the rank of every table, instead of the planner
   bool bottom_on_rank0 = false;
+  bool shared_process_group = false;  // sharding.process_groups: shared (NVIDIA DLE: one communicator)
   Bytes memory_reserve = 2.0 * 1024 * 1024 * 1024;
 };
 
@@ -380,7 +381,7 @@ class ConfigReader {
 
   void read_sharding(const YAML::Node& s) {
     const std::string path = "sharding";
-    r_.check_keys(s, path, {"plan", "planner", "seed", "placement", "bottom_mlp", "memory_reserve"});
+    r_.check_keys(s, path, {"plan", "planner", "seed", "placement", "bottom_mlp", "process_groups", "memory_reserve"});
     if (s["plan"]) c_.plan = r_.get_choice(s["plan"], path + ".plan", kPlans);
     std::vector<std::string> planners;
     for (const PlannerInfo& p : sharding_planners()) planners.push_back(p.name);
@@ -396,6 +397,12 @@ class ConfigReader {
                     c_.plan + " does not have",
                 "use plan: table_wise or column_wise, or bottom_mlp: data_parallel");
     }
+    // Whether the exchange and DDP's allreduce have communicators of their own (TorchRec), or share
+    // the default group (NVIDIA DLE: all_to_all_single and apex DDP on one communicator, whose
+    // operations run one after another in the order they were issued).
+    if (s["process_groups"])
+      c_.shared_process_group =
+          r_.get_choice(s["process_groups"], path + ".process_groups", {"separate", "shared"}) == "shared";
     if (s["memory_reserve"]) c_.memory_reserve = r_.get_size(s["memory_reserve"], path + ".memory_reserve");
     if (s["placement"]) read_placement(s["placement"], path + ".placement");
   }
@@ -749,7 +756,9 @@ class DlrmBuilder {
   /// allreduce starts on the allreduce stream once the kernel completing it has finished.
   class Buckets {
    public:
-    Buckets(RankBuilder& rank, Bytes cap, bool active) : rank_(rank), cap_(cap), active_(active) {}
+    /// `stream` and `group`: where the allreduces run (their own, or the exchange's when shared).
+    Buckets(RankBuilder& rank, Bytes cap, bool active, int stream, int group)
+        : rank_(rank), cap_(cap), active_(active), stream_(stream), group_(group) {}
     void add(Bytes bytes) {
       if (!active_) return;
       pending_ += bytes;
@@ -766,14 +775,16 @@ class DlrmBuilder {
 
    private:
     void issue(Bytes bytes) {
-      rank_.handoff(kCompute, kAllreduce, "grad_bucket_" + std::to_string(count_) + "_ready");
-      rank_.collective(kAllreduce, "ddp_allreduce_" + std::to_string(count_),
-                       call(models::CollectiveOp::allreduce, bytes, kDenseGroup));
+      rank_.handoff(kCompute, stream_, "grad_bucket_" + std::to_string(count_) + "_ready");
+      rank_.collective(stream_, "ddp_allreduce_" + std::to_string(count_),
+                       call(models::CollectiveOp::allreduce, bytes, group_));
       ++count_;
     }
     RankBuilder& rank_;
     Bytes cap_;
     bool active_;
+    int stream_;
+    int group_;
     Bytes pending_ = 0;
     int count_ = 0;
   };
@@ -898,7 +909,9 @@ class DlrmBuilder {
     rank.kernel("loss", loss_forward(b));
 
     // Backward: gradient buckets fill from the last layer back.
-    Buckets buckets(rank, c_.ddp_bucket, n_ > 1);
+    const int allreduce_stream = c_.shared_process_group ? kEmbeddingComm : kAllreduce;
+    Buckets buckets(rank, c_.ddp_bucket, n_ > 1, allreduce_stream,
+                    c_.shared_process_group ? kEmbeddingGroup : kDenseGroup);
     double dense_params = 0;  // parameters the optimizer updates, all fp32
     rank.kernel("loss_backward", loss_backward(b));
     for (std::size_t i = top.size(); i-- > 0;) {
@@ -976,7 +989,7 @@ class DlrmBuilder {
     }
     buckets.flush();
     buckets_ = buckets.count();
-    if (buckets.count() > 0) rank.handoff(kAllreduce, kCompute, "gradients_reduced");
+    if (buckets.count() > 0) rank.handoff(allreduce_stream, kCompute, "gradients_reduced");
     weight_update(rank, groups, dense_params, suffix);
     return flops;
   }

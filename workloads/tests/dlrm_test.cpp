@@ -745,6 +745,37 @@ TEST_F(Dlrm, TorchEmbeddingBagIsOneLaunchPerTable) {
   }
 }
 
+// sharding.process_groups: separate (TorchRec) gives DDP's allreduce its own stream and
+// communicator; shared (NVIDIA DLE's default group) queues it on the exchange's, behind and
+// before the all-to-alls in issue order.
+TEST_F(Dlrm, SharedProcessGroupQueuesTheAllreduceWithTheExchange) {
+  const auto allreduce = [&](const std::string& groups) {
+    const Trace t = parse(small_dlrm("{rows: [100, 100, 100, 100]}", "{global_batch: 1024}",
+                                     "sharding: {process_groups: " + groups + "}\n"),
+                          "0,1");
+    std::pair<int, int> out{-1, -1};  // stream, group
+    for (const Op& o : t.program(0).ops)
+      if (o.kind == OpKind::collective && t.collectives[o.collective].op == models::CollectiveOp::allreduce)
+        out = {o.stream, t.collectives[o.collective].group};
+    int alltoall_stream = -1, alltoall_group = -1;
+    for (const Op& o : t.program(0).ops)
+      if (o.kind == OpKind::collective && t.collectives[o.collective].op == models::CollectiveOp::alltoall) {
+        alltoall_stream = o.stream;
+        alltoall_group = t.collectives[o.collective].group;
+      }
+    return std::make_tuple(out.first, out.second, alltoall_stream, alltoall_group);
+  };
+  const auto [sep_stream, sep_group, a2a_stream, a2a_group] = allreduce("separate");
+  EXPECT_NE(sep_stream, a2a_stream);
+  EXPECT_NE(sep_group, a2a_group);
+  const auto [shared_stream, shared_group, a2a_stream2, a2a_group2] = allreduce("shared");
+  EXPECT_EQ(shared_stream, a2a_stream2);
+  EXPECT_EQ(shared_group, a2a_group2);
+  EXPECT_NE(error(small_dlrm("{rows: [100]}", "{global_batch: 1024}", "sharding: {process_groups: one}\n"))
+                .find("sharding.process_groups"),
+            std::string::npos);
+}
+
 TEST_F(Dlrm, AutoFallsBackToRowWise) {
   // One table of 1e8 rows x 128 x 4 B = 51.2 GB fits no 40 GB GPU whole, but half of it does.
   const std::string text =

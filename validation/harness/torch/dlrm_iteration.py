@@ -123,6 +123,7 @@ def run_values(a):
               "training.optimizer": "sgd", "training.cuda_graphs": False,
               "training.ddp_bucket": "25MiB",
               "sharding.plan": "table_wise", "sharding.planner": "naive", "sharding.bottom_mlp": "data_parallel",
+              "sharding.process_groups": "separate",
               "index_distribution.kind": a.distribution}
     if a.distribution == "zipf":
         values["index_distribution.alpha"] = a.alpha
