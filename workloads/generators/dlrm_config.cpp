@@ -1,0 +1,388 @@
+/// @file Reading the DLRM workload description (dlrm_config.hpp), and the expected index-reuse
+/// histogram of Zipf-distributed lookups.
+#include "workloads/generators/dlrm_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "platforms/config_error.hpp"
+
+namespace stepsim::workloads {
+namespace {
+
+using models::Dtype;
+using platforms::YamlReader;
+
+/// `prefix` followed by `i`; built by appending, since GCC 12 warns (-Wrestrict, a false
+/// positive) on `"literal" + std::to_string(i)` once it is inlined here.
+std::string numbered(const char* prefix, std::size_t i) {
+  std::string text = prefix;
+  text += std::to_string(i);
+  return text;
+}
+
+// ---------------------------------------------------------------- index reuse
+
+
+
+const models::KernelModel& embedding_model() {
+  return models::KernelModelRegistry::instance().get("embedding_forward", "the dlrm generator");
+}
+
+/// Reuse bin of a row looked up `count` >= 1 times (embedding.cpp: 1, 2, 3-4, 5-8, ...,
+/// the last bin open).
+std::size_t reuse_bin(double count, std::size_t bins) {
+  const auto j = static_cast<std::size_t>(std::ceil(std::log2(count) - 1e-9));
+  return std::min(j, bins - 1);
+}
+
+/// Adds to `mass` what `rows` rows, each looked up Binomial(lookups, p) times, contribute to
+/// the expected count of unique rows per reuse bin. The pmf is summed over mean +- 12 sd,
+/// which holds all but a negligible tail.
+void add_binomial(std::vector<double>& mass, double rows, double lookups, double p) {
+  if (p <= 0) return;
+  if (p >= 1) {
+    mass[reuse_bin(lookups, mass.size())] += rows;
+    return;
+  }
+  const double mean = lookups * p, sd = std::sqrt(mean * (1 - p));
+  const double first = std::max(1.0, std::floor(mean - 12 * sd - 5));
+  const double last = std::min(lookups, std::ceil(mean + 12 * sd + 5));
+  const double log_norm = std::lgamma(lookups + 1);
+  for (double k = first; k <= last; ++k) {
+    const double log_pmf = log_norm - std::lgamma(k + 1) - std::lgamma(lookups - k + 1) + k * std::log(p) +
+                           (lookups - k) * std::log1p(-p);
+    mass[reuse_bin(k, mass.size())] += rows * std::exp(log_pmf);
+  }
+}
+
+/// Expected reuse histogram (fractions of the unique rows per bin) of `lookups` draws from a
+/// Zipf(alpha) law over `rows` rows. Rows are independent binomials (exact for the marginals);
+/// the 1024 hottest rows are summed one by one, colder ones in geometric buckets of ratio
+/// 2^(1/32) priced at the bucket's mean probability (the integral of x^-alpha over it), so a
+/// 40M-row table costs about a thousand terms.
+std::vector<double> zipf_reuse_histogram(double rows, double alpha, double lookups, std::size_t bins) {
+  struct Bucket {
+    double rows, weight;  // rows in the bucket and the mean of r^-alpha over them
+  };
+  std::vector<Bucket> buckets;
+  const double exact = std::min(rows, 1024.0);
+  for (double r = 1; r <= exact; ++r) buckets.push_back({1, std::pow(r, -alpha)});
+  const auto integral = [alpha](double a, double b) {  // of x^-alpha from a to b
+    return alpha == 1 ? std::log(b / a) : (std::pow(b, 1 - alpha) - std::pow(a, 1 - alpha)) / (1 - alpha);
+  };
+  for (double lo = exact + 1; lo <= rows;) {
+    const double hi = std::min(rows + 1, std::max(lo + 1, std::floor(lo * std::exp2(1.0 / 32))));
+    buckets.push_back({hi - lo, integral(lo - 0.5, hi - 0.5) / (hi - lo)});
+    lo = hi;
+  }
+  double norm = 0;
+  for (const Bucket& b : buckets) norm += b.rows * b.weight;
+  std::vector<double> mass(bins, 0);
+  for (const Bucket& b : buckets) add_binomial(mass, b.rows, lookups, b.weight / norm);
+  const double unique = std::accumulate(mass.begin(), mass.end(), 0.0);
+  for (double& m : mass) m /= unique;
+  return mass;
+}
+
+const std::vector<std::string> kPlans = {"table_wise", "row_wise", "column_wise", "data_parallel", "auto"};
+
+class ConfigReader {
+ public:
+  ConfigReader(const YAML::Node& doc, const YamlReader& reader) : doc_(doc), r_(reader) {}
+
+  DlrmConfig read() {
+    r_.check_keys(doc_, "", {"version", "kind", "description", "model", "training", "sharding", "index_distribution"});
+    IndexDistribution distribution;
+    if (doc_["index_distribution"]) distribution = read_distribution(doc_["index_distribution"], "index_distribution");
+    read_model(r_.require(doc_, "", "model"), distribution);
+    read_training(r_.require(doc_, "", "training"));
+    if (doc_["sharding"]) read_sharding(doc_["sharding"]);
+    const YAML::Node kernel = doc_["model"]["embedding_kernel"];
+    if (c_.torch_embedding_bag && !c_.sparse_embedding_gradient)
+      r_.fail("model.embedding_kernel", kernel,
+              "embedding_kernel: torch trains nn.EmbeddingBag(sparse=True), whose gradient is sparse",
+              "set training.embedding_gradient: sparse, or use embedding_kernel: fused");
+    if (c_.torch_embedding_bag && c_.plan == "data_parallel")
+      r_.fail("model.embedding_kernel", kernel, "embedding_kernel: torch models sharded tables, not replicated ones",
+              "use embedding_kernel: fused, or another sharding.plan");
+    return c_;
+  }
+
+ private:
+  std::vector<int> read_widths(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsSequence() || node.size() == 0)
+      r_.fail(path, node, "expected a non-empty list of layer widths", "write e.g. `" + path + ": [512, 256, 128]`");
+    std::vector<int> widths;
+    for (std::size_t i = 0; i < node.size(); ++i)
+      widths.push_back(r_.get_int(node[i], path + "[" + std::to_string(i) + "]", 1));
+    return widths;
+  }
+
+  // Row counts exceed int for industrial tables: read a number and require a whole one.
+  double read_rows(const YAML::Node& node, const std::string& path) const {
+    const double rows = r_.get_number(node, path);
+    if (rows < 1 || rows != std::floor(rows))
+      r_.fail(path, node, "rows must be a whole number >= 1, got " + node.Scalar(), "write the table's hash size, e.g. 40000000");
+    return rows;
+  }
+
+  double read_pooling(const YAML::Node& node, const std::string& path) const {
+    const double pooling = r_.get_number(node, path);
+    if (!(pooling > 0))
+      r_.fail(path, node, "pooling must be > 0, got " + node.Scalar(),
+              "write the mean number of lookups per sample, e.g. 1 for one-hot features");
+    return pooling;
+  }
+
+  IndexDistribution read_distribution(const YAML::Node& node, const std::string& path) const {
+    r_.check_keys(node, path, {"kind", "alpha", "histogram"});
+    IndexDistribution d;
+    d.kind = node["kind"] ? r_.get_choice(node["kind"], path + ".kind", {"uniform", "zipf", "histogram"}) : "uniform";
+    if (node["alpha"] && d.kind != "zipf")
+      r_.fail(path + ".alpha", node["alpha"], "alpha applies only to kind: zipf", "remove alpha or write kind: zipf");
+    if (node["histogram"] && d.kind != "histogram")
+      r_.fail(path + ".histogram", node["histogram"], "a histogram applies only to kind: histogram",
+              "remove histogram or write kind: histogram");
+    if (d.kind == "zipf") {
+      const YAML::Node alpha = r_.require(node, path, "alpha");
+      d.alpha = r_.get_number(alpha, path + ".alpha");
+      if (!(d.alpha > 0)) r_.fail(path + ".alpha", alpha, "alpha must be > 0", "write e.g. alpha: 1.05");
+    }
+    if (d.kind == "histogram") {
+      const YAML::Node h = r_.require(node, path, "histogram");
+      const std::size_t bins = embedding_model().histogram_bins();
+      if (!h.IsSequence() || h.size() != bins)
+        r_.fail(path + ".histogram", h, "expected a list of " + std::to_string(bins) + " fractions",
+                "write the " + embedding_model().histogram_meaning());
+      double sum = 0;
+      for (std::size_t i = 0; i < bins; ++i) {
+        d.histogram.push_back(r_.get_number(h[i], path + ".histogram[" + std::to_string(i) + "]"));
+        sum += d.histogram.back();
+      }
+      if (std::abs(sum - 1) > 1e-3)
+        r_.fail(path + ".histogram", h, "the fractions add up to " + std::to_string(sum) + ", not 1",
+                "normalise the histogram so that its bins sum to 1");
+    }
+    return d;
+  }
+
+  void read_model(const YAML::Node& m, const IndexDistribution& distribution) {
+    r_.check_keys(m, "model",
+                  {"dense_features", "bottom_mlp", "top_mlp", "embedding_dim", "interaction", "interaction_kernel",
+                   "interaction_pad_to", "mlp_epilogue", "embedding_kernel", "tables"});
+    c_.dense_features = r_.get_int(r_.require(m, "model", "dense_features"), "model.dense_features", 1);
+    c_.bottom_mlp = read_widths(r_.require(m, "model", "bottom_mlp"), "model.bottom_mlp");
+    c_.top_mlp = read_widths(r_.require(m, "model", "top_mlp"), "model.top_mlp");
+    const YAML::Node dim = r_.require(m, "model", "embedding_dim");
+    c_.embedding_dim = r_.get_int(dim, "model.embedding_dim", 1);
+    if (m["interaction"]) c_.interaction = r_.get_choice(m["interaction"], "model.interaction", {"dot", "cat"});
+    // How the dot interaction runs: a batched GEMM (torch.bmm), or one fused kernel.
+    if (m["interaction_kernel"]) {
+      c_.fused_interaction =
+          r_.get_choice(m["interaction_kernel"], "model.interaction_kernel", {"gemm", "fused"}) == "fused";
+      if (c_.interaction != "dot")
+        r_.fail("model.interaction_kernel", m["interaction_kernel"], "interaction_kernel applies to interaction: dot",
+                "drop interaction_kernel, or use interaction: dot");
+    }
+    // NVIDIA DLE zero-pads the dot interaction's output to a multiple of 8 values (dlrm/nn/
+    // interactions.py padding_size), which keeps the first top layer's GEMM on aligned kernels.
+    if (m["interaction_pad_to"]) {
+      c_.interaction_pad_to = r_.get_int(m["interaction_pad_to"], "model.interaction_pad_to", 1);
+      if (c_.interaction != "dot")
+        r_.fail("model.interaction_pad_to", m["interaction_pad_to"], "interaction_pad_to applies to interaction: dot",
+                "drop interaction_pad_to, or use interaction: dot");
+    }
+    // Where a linear layer's bias and ReLU go: into the GEMM (cuBLASLt epilogues), or separate
+    // memory-bound kernels as NVIDIA apex's MLP and PyTorch's nn.Linear + nn.ReLU launch them.
+    if (m["mlp_epilogue"])
+      c_.mlp_epilogue = r_.get_choice(m["mlp_epilogue"], "model.mlp_epilogue", {"fused", "apex", "torch"});
+    // Which lookup kernel: a table-batched fused one (FBGEMM, NVIDIA DLE), or PyTorch's own
+    // EmbeddingBag, one launch per table.
+    if (m["embedding_kernel"])
+      c_.torch_embedding_bag =
+          r_.get_choice(m["embedding_kernel"], "model.embedding_kernel", {"fused", "torch"}) == "torch";
+    read_tables(r_.require(m, "model", "tables"), distribution);
+    // Dot products need one width: the bottom MLP's output is one of the interacting vectors.
+    if (c_.interaction == "dot") {
+      if (c_.bottom_mlp.back() != c_.embedding_dim)
+        r_.fail("model.bottom_mlp", m["bottom_mlp"],
+                "the dot interaction needs the bottom MLP to end in embedding_dim (" + std::to_string(c_.embedding_dim) +
+                    "), it ends in " + std::to_string(c_.bottom_mlp.back()),
+                "make the last bottom_mlp width " + std::to_string(c_.embedding_dim) + ", or use interaction: cat");
+      for (const TableEntry& t : c_.tables)
+        if (t.table.dim != c_.embedding_dim)
+          r_.fail("model.tables", m["tables"],
+                  "table '" + t.table.name + "' has dim " + std::to_string(t.table.dim) +
+                      " but the dot interaction needs every table at embedding_dim " + std::to_string(c_.embedding_dim),
+                  "drop the per-table dim, or use interaction: cat");
+    }
+  }
+
+  // Two forms: a map {rows: [...], dim, pooling} for tables that differ only in rows, or a
+  // list of per-table maps {name, rows, dim, pooling, count, index_distribution}.
+  void read_tables(const YAML::Node& node, const IndexDistribution& distribution) {
+    const std::string path = "model.tables";
+    if (node.IsMap()) {
+      r_.check_keys(node, path, {"rows", "dim", "pooling"});
+      const YAML::Node rows = r_.require(node, path, "rows");
+      if (!rows.IsSequence() || rows.size() == 0)
+        r_.fail(path + ".rows", rows, "expected a non-empty list of row counts, one per table",
+                "write e.g. `rows: [40000000, 39060, 17295]`");
+      const int dim = node["dim"] ? r_.get_int(node["dim"], path + ".dim", 1) : c_.embedding_dim;
+      const YAML::Node pooling = node["pooling"];
+      if (pooling && pooling.IsSequence() && pooling.size() != rows.size())
+        r_.fail(path + ".pooling", pooling,
+                "lists " + std::to_string(pooling.size()) + " pooling factors for " + std::to_string(rows.size()) +
+                    " tables",
+                "give one pooling factor per table, or a single number for all");
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::string at = numbered("[", i) + "]";
+        TableEntry t{{numbered("t", i), read_rows(rows[i], path + ".rows" + at), dim, 1, 0}, distribution};
+        if (pooling)
+          t.table.pooling = pooling.IsSequence() ? read_pooling(pooling[i], path + ".pooling" + at)
+                                                 : read_pooling(pooling, path + ".pooling");
+        c_.tables.push_back(t);
+      }
+      return;
+    }
+    if (!node.IsSequence() || node.size() == 0)
+      r_.fail(path, node, "expected a list of tables or a map with a rows list",
+              "write `tables: {rows: [...], pooling: 1}` or `tables: [{rows: 1000, pooling: 20}, ...]`");
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string at = path + "[" + std::to_string(i) + "]";
+      const YAML::Node entry = node[i];
+      r_.check_keys(entry, at, {"name", "rows", "dim", "pooling", "count", "index_distribution"});
+      TableEntry t{{"", read_rows(r_.require(entry, at, "rows"), at + ".rows"),
+                    entry["dim"] ? r_.get_int(entry["dim"], at + ".dim", 1) : c_.embedding_dim,
+                    entry["pooling"] ? read_pooling(entry["pooling"], at + ".pooling") : 1.0, 0},
+                   entry["index_distribution"] ? read_distribution(entry["index_distribution"], at + ".index_distribution")
+                                               : distribution};
+      const std::string name = entry["name"] ? r_.get_string(entry["name"], at + ".name") : numbered("t", i);
+      const int count = entry["count"] ? r_.get_int(entry["count"], at + ".count", 1) : 1;
+      for (int k = 0; k < count; ++k) {
+        t.table.name = count == 1 ? name : name + "." + std::to_string(k);
+        c_.tables.push_back(t);
+      }
+    }
+  }
+
+  void read_training(const YAML::Node& t) {
+    const std::string path = "training";
+    r_.check_keys(t, path, {"global_batch", "dtype", "embedding_dtype", "optimizer", "cuda_graphs", "graph_scope",
+                            "embedding_gradient", "cpu_op_gap", "ddp_bucket"});
+    c_.global_batch = r_.get_int(r_.require(t, path, "global_batch"), path + ".global_batch", 1);
+    if (t["dtype"])
+      c_.dtype = models::parse_dtype(r_.get_choice(t["dtype"], path + ".dtype", {"fp32", "tf32", "fp16", "bf16"}),
+                                     r_.where(path + ".dtype", t["dtype"]));
+    if (t["embedding_dtype"])
+      c_.embedding_dtype = models::parse_dtype(
+          r_.get_choice(t["embedding_dtype"], path + ".embedding_dtype", {"fp32", "fp16", "bf16"}),
+          r_.where(path + ".embedding_dtype", t["embedding_dtype"]));
+    // SGD is what both references train with (embeddings: FBGEMM's / NVIDIA's fused sparse SGD
+    // update; MLPs: fused SGD); other optimizers would add state memory and update traffic.
+    if (t["optimizer"]) r_.get_choice(t["optimizer"], path + ".optimizer", {"sgd"});
+    if (t["cuda_graphs"]) c_.cuda_graphs = r_.get_bool(t["cuda_graphs"], path + ".cuda_graphs");
+    // What the graph holds: the whole iteration, or (NVIDIA DLE's CudaGraphWrapper) forward and
+    // backward only, the weight update then launched kernel by kernel.
+    if (t["graph_scope"]) {
+      c_.graph_forward_backward =
+          r_.get_choice(t["graph_scope"], path + ".graph_scope", {"iteration", "forward_backward"}) == "forward_backward";
+      if (!c_.cuda_graphs)
+        r_.fail(path + ".graph_scope", t["graph_scope"], "graph_scope needs cuda_graphs: true",
+                "set training.cuda_graphs: true, or drop graph_scope");
+    }
+    if (t["cpu_op_gap"]) c_.cpu_op_gap = r_.get_duration(t["cpu_op_gap"], path + ".cpu_op_gap");
+    // How the embeddings' gradient reaches their rows: one fused backward-and-SGD pass (FBGEMM,
+    // TorchRec), or PyTorch's sparse COO gradient that the optimizer applies (DLE joint_sparse).
+    if (t["embedding_gradient"])
+      c_.sparse_embedding_gradient =
+          r_.get_choice(t["embedding_gradient"], path + ".embedding_gradient", {"fused", "sparse"}) == "sparse";
+    if (t["ddp_bucket"]) {
+      c_.ddp_bucket = r_.get_size(t["ddp_bucket"], path + ".ddp_bucket");
+      if (!(c_.ddp_bucket > 0))
+        r_.fail(path + ".ddp_bucket", t["ddp_bucket"], "the bucket size must be > 0", "write e.g. 25MiB (PyTorch's default)");
+    }
+    for (TableEntry& e : c_.tables) e.table.element_bytes = models::bytes_of(c_.embedding_dtype);
+  }
+
+  void read_sharding(const YAML::Node& s) {
+    const std::string path = "sharding";
+    r_.check_keys(s, path, {"plan", "planner", "seed", "placement", "bottom_mlp", "process_groups", "memory_reserve"});
+    if (s["plan"]) c_.plan = r_.get_choice(s["plan"], path + ".plan", kPlans);
+    std::vector<std::string> planners;
+    for (const PlannerInfo& p : sharding_planners()) planners.push_back(p.name);
+    // Checked whatever the plan, used only where whole tables are placed (a sweep over
+    // `sharding.plan` keeps one planner); the notes say when it is unused.
+    if (s["planner"]) c_.planner = r_.get_choice(s["planner"], path + ".planner", planners);
+    if (s["seed"]) c_.seed = static_cast<std::uint64_t>(r_.get_int(s["seed"], path + ".seed", 0));
+    if (s["bottom_mlp"]) {
+      c_.bottom_on_rank0 = r_.get_choice(s["bottom_mlp"], path + ".bottom_mlp", {"data_parallel", "rank0"}) == "rank0";
+      if (c_.bottom_on_rank0 && c_.plan != "table_wise" && c_.plan != "column_wise")
+        r_.fail(path + ".bottom_mlp", s["bottom_mlp"],
+                "bottom_mlp: rank0 sends the bottom MLP's output through the embedding all-to-all, which plan " +
+                    c_.plan + " does not have",
+                "use plan: table_wise or column_wise, or bottom_mlp: data_parallel");
+    }
+    // Whether the exchange and DDP's allreduce have communicators of their own (TorchRec), or share
+    // the default group (NVIDIA DLE: all_to_all_single and apex DDP on one communicator, whose
+    // operations run one after another in the order they were issued).
+    if (s["process_groups"])
+      c_.shared_process_group =
+          r_.get_choice(s["process_groups"], path + ".process_groups", {"separate", "shared"}) == "shared";
+    if (s["memory_reserve"]) c_.memory_reserve = r_.get_size(s["memory_reserve"], path + ".memory_reserve");
+    if (s["placement"]) read_placement(s["placement"], path + ".placement");
+  }
+
+  /// A YAML list of ranks, or (as `-p workload.sharding.placement=[0,1,1,0]` sets it) one
+  /// string of comma-separated ranks, optionally in brackets. Ranks are checked against the
+  /// job by plan_sharding.
+  void read_placement(const YAML::Node& node, const std::string& path) {
+    const std::string fix = "give one rank per table in model.tables order, e.g. placement: [0, 1, 1, 0]";
+    if (node.IsSequence()) {
+      for (std::size_t i = 0; i < node.size(); ++i)
+        c_.placement.push_back(r_.get_int(node[i], path + "[" + std::to_string(i) + "]", 0));
+    } else if (node.IsScalar()) {
+      std::string text = node.Scalar();
+      if (text.size() >= 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+      std::stringstream in(text);
+      for (std::string item; std::getline(in, item, ',');) {
+        try {
+          std::size_t used = 0;
+          const int rank = std::stoi(item, &used);
+          if (item.find_first_not_of(" ", used) != std::string::npos || rank < 0) throw std::invalid_argument(item);
+          c_.placement.push_back(rank);
+        } catch (const std::exception&) {
+          r_.fail(path, node, "'" + item + "' is not a rank (a whole number >= 0)", fix);
+        }
+      }
+    } else {
+      r_.fail(path, node, "expected a list of ranks", fix);
+    }
+    if (c_.placement.size() != c_.tables.size())
+      r_.fail(path, node,
+              std::to_string(c_.placement.size()) + " ranks for " + std::to_string(c_.tables.size()) + " tables",
+              fix);
+    if (c_.plan != "table_wise")
+      r_.fail(path, node, "a placement puts whole tables on ranks, but the plan is " + c_.plan,
+              "use plan: table_wise, or drop the placement");
+  }
+
+  const YAML::Node& doc_;
+  const YamlReader& r_;
+  DlrmConfig c_;
+};
+
+}  // namespace
+
+DlrmConfig read_dlrm_config(const YAML::Node& doc, const YamlReader& reader) { return ConfigReader(doc, reader).read(); }
+
+/// The histogram an embedding kernel gets for a table: empty for uniform indices (the model's
+/// own hit rate), computed for Zipf, as given otherwise.
+std::vector<double> reuse_histogram(const IndexDistribution& d, double rows, double lookups) {
+  if (d.kind == "zipf") return zipf_reuse_histogram(rows, d.alpha, lookups, embedding_model().histogram_bins());
+  return d.histogram;
+}
+
+}  // namespace stepsim::workloads

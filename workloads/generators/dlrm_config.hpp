@@ -1,0 +1,68 @@
+#pragma once
+/// @file The DLRM workload description (kind: dlrm) as the generator reads it from YAML: model,
+/// training loop, sharding and index distributions, every key checked (docs/dlrm.md has the
+/// schema). Contract: read_dlrm_config rejects unknown keys and bad values with a ConfigError
+/// naming the file, YAML path, line and a fix; the returned config is complete (defaults filled).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "models/compute/kernel.hpp"
+#include "platforms/yaml_reader.hpp"
+#include "workloads/generators/dlrm_sharding.hpp"
+
+namespace stepsim::workloads {
+
+/// @brief How a table's indices are drawn: `uniform` (the kernel model's own uniform-index hit rate),
+/// `zipf` (row r of E drawn with probability r^-alpha / H), or a measured reuse `histogram`.
+struct IndexDistribution {
+  std::string kind = "uniform";
+  double alpha = 0;
+  std::vector<double> histogram;
+};
+
+/// @brief One embedding table and how its indices are drawn.
+struct TableEntry {
+  EmbeddingTable table;
+  IndexDistribution distribution;
+};
+
+/// @brief Everything a `kind: dlrm` document says, defaults filled in (docs/dlrm.md's schema).
+struct DlrmConfig {
+  int dense_features = 0;
+  std::vector<int> bottom_mlp;       // output widths; the input is dense_features
+  std::vector<int> top_mlp;          // output widths; the input is the interaction's output
+  int embedding_dim = 0;
+  std::string interaction = "dot";
+  bool fused_interaction = false;    // model.interaction_kernel: fused (NVIDIA's dot_based_interact)
+  int interaction_pad_to = 1;        // model.interaction_pad_to: the dot output's width rounded up to it
+  std::string mlp_epilogue = "fused";  // model.mlp_epilogue: fused | apex | torch
+  bool torch_embedding_bag = false;  // model.embedding_kernel: torch (nn.EmbeddingBag per table)
+  std::vector<TableEntry> tables;
+  int global_batch = 0;
+  models::Dtype dtype = models::Dtype::fp32;         // GEMM math; fp16 / bf16 = AMP
+  models::Dtype embedding_dtype = models::Dtype::fp32;
+  bool cuda_graphs = false;
+  bool graph_forward_backward = false;     // training.graph_scope: forward_backward
+  bool sparse_embedding_gradient = false;  // training.embedding_gradient: sparse
+  Seconds cpu_op_gap = 21e-6;              // CPU time of a PyTorch op before its launch (Lin et al. T1)
+  Bytes ddp_bucket = 25.0 * 1024 * 1024;
+  std::string plan = "table_wise";
+  std::string planner = "size_lookup_greedy";
+  std::uint64_t seed = 0;
+  std::vector<int> placement;        // table_wise: the rank of every table, instead of the planner
+  bool bottom_on_rank0 = false;
+  bool shared_process_group = false;  // sharding.process_groups: shared (NVIDIA DLE: one communicator)
+  Bytes memory_reserve = 2.0 * 1024 * 1024 * 1024;
+};
+
+/// @brief Reads and checks the document of a `kind: dlrm` workload.
+DlrmConfig read_dlrm_config(const YAML::Node& doc, const platforms::YamlReader& reader);
+
+/// @brief The reuse histogram an embedding kernel gets for a table: empty for uniform indices
+/// (the kernel model's own hit rate), the expected one for Zipf, as given otherwise.
+std::vector<double> reuse_histogram(const IndexDistribution& d, double rows, double lookups);
+
+}  // namespace stepsim::workloads
