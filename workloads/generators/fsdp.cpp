@@ -90,7 +90,13 @@ std::string read_codec(const YAML::Node& node, const std::string& path, models::
     has_dtype = has_dtype || param.name == "dtype";
   if (!has_dtype) return text;
   const std::size_t colon = text.find(':');
-  const std::string params = colon == std::string::npos ? "" : "," + text.substr(colon + 1) + ",";
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "," + substr.
+  std::string params;
+  if (colon != std::string::npos) {
+    params = ",";
+    params += text.substr(colon + 1);
+    params += ",";
+  }
   const std::size_t given = params.find(",dtype=");
   if (given == std::string::npos) {
     text += (colon == std::string::npos ? ":" : ",") + std::string("dtype=") + dtype;
