@@ -93,7 +93,10 @@ void exhaustive(const Evaluator& eval, int tables, int ranks, ShardingRanking& o
 
 std::string placement_text(const std::vector<int>& placement) {
   std::string out = "[";
-  for (std::size_t i = 0; i < placement.size(); ++i) out += (i ? "," : "") + std::to_string(placement[i]);
+  for (std::size_t i = 0; i < placement.size(); ++i) {
+    if (i > 0) out += ',';
+    out += std::to_string(placement[i]);
+  }
   return out + "]";
 }
 

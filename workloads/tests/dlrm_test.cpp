@@ -644,7 +644,7 @@ TEST_F(Dlrm, MlpEpiloguesAreSeparateMemoryPasses) {
     }
     EXPECT_EQ(pass_elements(torch, 0, layer + ".bias_grad"), std::vector<double>{elements}) << layer;
     EXPECT_EQ(pass_elements(apex, 0, layer + ".bias_grad").size(), relu ? 0u : 1u) << layer;
-    for (const std::string& suffix : {".relu", ".relu_backward", ".bias_grad"})
+    for (const char* suffix : {".relu", ".relu_backward", ".bias_grad"})
       EXPECT_TRUE(pass_elements(fused, 0, layer + suffix).empty()) << layer << suffix;
   }
   // fp16 activations: the ReLU reads and writes 2 bytes, its gradient reads output and gradient.
@@ -656,8 +656,12 @@ TEST_F(Dlrm, MlpEpiloguesAreSeparateMemoryPasses) {
       EXPECT_EQ(k.param("bytes_read"), 2);
       EXPECT_EQ(k.param("bytes_written"), 2);
     }
-    if (name == "top_mlp.fc0.relu_backward") EXPECT_EQ(k.param("bytes_read"), 4);
-    if (name == "top_mlp.fc0.bias_grad") EXPECT_EQ(k.param("bytes_written"), 0);
+    if (name == "top_mlp.fc0.relu_backward") {
+      EXPECT_EQ(k.param("bytes_read"), 4);
+    }
+    if (name == "top_mlp.fc0.bias_grad") {
+      EXPECT_EQ(k.param("bytes_written"), 0);
+    }
   }
   // The relu gradient precedes the layer's GEMMs, the bias gradient follows them.
   const std::vector<std::string> names = op_names(torch, 0);
