@@ -648,18 +648,18 @@ class DlrmBuilder {
 
   /// The ReLU after a GEMM whose epilogue does not apply it (apex: with the bias add).
   void relu_forward(RankBuilder& rank, const std::string& layer, double elements) const {
-    if (c_.mlp_epilogue != "fused") rank.kernel(layer + ".relu", pass_spec(elements, act_bytes_, act_bytes_));
+    if (c_.mlp_epilogue != MlpEpilogue::fused) rank.kernel(layer + ".relu", pass_spec(elements, act_bytes_, act_bytes_));
   }
   /// Before a layer's GEMMs: the ReLU's gradient (output and its gradient read, input gradient
   /// written); apex folds the bias gradient's reduction into it.
   void epilogue_backward(RankBuilder& rank, const std::string& layer, double elements, bool relu) const {
-    if (c_.mlp_epilogue == "fused") return;
+    if (c_.mlp_epilogue == MlpEpilogue::fused) return;
     if (relu) rank.kernel(layer + ".relu_backward", pass_spec(elements, 2 * act_bytes_, act_bytes_));
-    else if (c_.mlp_epilogue == "apex") rank.kernel(layer + ".bias_grad", pass_spec(elements, act_bytes_, 0));
+    else if (c_.mlp_epilogue == MlpEpilogue::apex) rank.kernel(layer + ".bias_grad", pass_spec(elements, act_bytes_, 0));
   }
   /// PyTorch's bias gradient: a reduction of the output gradient over the batch.
   void bias_grad(RankBuilder& rank, const std::string& layer, double elements) const {
-    if (c_.mlp_epilogue == "torch") rank.kernel(layer + ".bias_grad", pass_spec(elements, act_bytes_, 0));
+    if (c_.mlp_epilogue == MlpEpilogue::torch) rank.kernel(layer + ".bias_grad", pass_spec(elements, act_bytes_, 0));
   }
   /// The sparse SGD step's index_add of `rows` gradient rows into the tables.
   KernelSpec index_add_spec(double rows, const LookupGroup& g) const {

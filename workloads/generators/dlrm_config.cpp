@@ -196,8 +196,10 @@ class ConfigReader {
     }
     // Where a linear layer's bias and ReLU go: into the GEMM (cuBLASLt epilogues), or separate
     // memory-bound kernels as NVIDIA apex's MLP and PyTorch's nn.Linear + nn.ReLU launch them.
-    if (m["mlp_epilogue"])
-      c_.mlp_epilogue = r_.get_choice(m["mlp_epilogue"], "model.mlp_epilogue", {"fused", "apex", "torch"});
+    if (m["mlp_epilogue"]) {
+      const std::string e = r_.get_choice(m["mlp_epilogue"], "model.mlp_epilogue", {"fused", "apex", "torch"});
+      c_.mlp_epilogue = e == "apex" ? MlpEpilogue::apex : e == "torch" ? MlpEpilogue::torch : MlpEpilogue::fused;
+    }
     // Which lookup kernel: a table-batched fused one (FBGEMM, NVIDIA DLE), or PyTorch's own
     // EmbeddingBag, one launch per table.
     if (m["embedding_kernel"])

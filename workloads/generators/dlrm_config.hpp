@@ -23,6 +23,10 @@ struct IndexDistribution {
   std::vector<double> histogram;
 };
 
+/// @brief Where a linear layer's bias and ReLU run: in the GEMM's epilogue (cuBLASLt), in NVIDIA
+/// apex MLP's bias-ReLU kernels, or as PyTorch's nn.Linear + nn.ReLU run them.
+enum class MlpEpilogue : std::uint8_t { fused, apex, torch };
+
 /// @brief One embedding table and how its indices are drawn.
 struct TableEntry {
   EmbeddingTable table;
@@ -38,7 +42,7 @@ struct DlrmConfig {
   std::string interaction = "dot";
   bool fused_interaction = false;    // model.interaction_kernel: fused (NVIDIA's dot_based_interact)
   int interaction_pad_to = 1;        // model.interaction_pad_to: the dot output's width rounded up to it
-  std::string mlp_epilogue = "fused";  // model.mlp_epilogue: fused | apex | torch
+  MlpEpilogue mlp_epilogue = MlpEpilogue::fused;  // model.mlp_epilogue
   bool torch_embedding_bag = false;  // model.embedding_kernel: torch (nn.EmbeddingBag per table)
   std::vector<TableEntry> tables;
   int global_batch = 0;
