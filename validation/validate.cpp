@@ -325,6 +325,11 @@ class FileValidator {
   }
 
   Outcome iteration(const Measurement& m, const std::string& where) {
+    // `stepsim import kineto` without --workload names the profiler trace itself.
+    if (file_.source.tool.rfind("kineto", 0) == 0 && m.text("workload") == file_.source.file)
+      return Unmodelled{"iteration of a profiler trace",
+                        "its workload is the trace the importer read: import it with --workload NAME (the workload "
+                        "the run trained), or replay the trace itself with `stepsim import kineto --as workload`"};
     const platforms::Platform& p = platform(file_.system.nodes);
     const platforms::Allocation a = allocation(p, file_.system.gpus, file_.system.nodes, where);
     // The case's params describe the workload; a `workload.` prefix (as on the CLI) is optional.

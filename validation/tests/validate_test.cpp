@@ -193,6 +193,19 @@ TEST(Validate, KindFilterLeavesOtherKindsOut) {
   EXPECT_THROW(validate({f}, o), stepsim::ConfigError);  // all kinds: the missing workload is an error
 }
 
+// A Kineto import without --workload names the trace as the iteration's workload: counted as not
+// modelled (with what to do), not an error; with --workload's name it is predicted as usual.
+TEST(Validate, IterationsOfAProfilerTraceWithoutWorkloadAreNotModelled) {
+  MeasurementFile f = file_of({make("iteration", 0.1, {}, {{"workload", "step.json.gz"}}),
+                               make("gemm", 1e-3, {{"m", 4096}, {"n", 4096}, {"k", 4096}}, {{"dtype", "bf16"}})});
+  f.source.tool = "kineto (PyTorch profiler)";
+  f.source.file = "step.json.gz";
+  const ValidationResult r = validate({f}, ring_on_fixture());
+  EXPECT_EQ(r.cases.size(), 1u);
+  ASSERT_EQ(r.not_modelled.count("iteration of a profiler trace"), 1u);
+  EXPECT_NE(r.not_modelled.at("iteration of a profiler trace").reason.find("--workload"), std::string::npos);
+}
+
 TEST(Validate, CompressionUsesTheCodecModelWithTheCasesParameters) {
   MeasurementFile f = file_of({
       make("compression", 1e-4, {{"size_bytes", 1 << 26}, {"rate", 8}}, {{"codec", "zfp"}, {"direction", "compress"}}),
