@@ -26,7 +26,8 @@ bool is_catalogue(const std::string& stem) { return stem == "gpus" || stem == "n
 const std::vector<std::string>& gpu_figure_keys() {
   static const std::vector<std::string> keys = {
       "arch",       "sm_version", "sm_count",   "memory",    "hbm_bandwidth",    "l2_size", "l2_bandwidth",
-      "fp32_flops", "tf32_flops", "fp16_flops", "bf16_flops", "fp8_flops", "nvlink_bandwidth", "nvlinks"};
+      "fp32_flops", "tf32_flops", "fp16_flops", "bf16_flops", "fp8_flops", "nvlink_bandwidth", "nvlinks",
+      "power_limit_watts", "tdp_watts", "training_power_watts", "idle_power_watts"};
   return keys;
 }
 
@@ -55,6 +56,17 @@ void read_gpu_figures(const YamlReader& reader, const YAML::Node& map, const std
   if (YAML::Node n = field("nvlink_bandwidth"))
     gpu.nvlink_bandwidth_per_link = reader.get_bandwidth(n, at("nvlink_bandwidth"));
   if (YAML::Node n = field("nvlinks")) gpu.nvlinks = reader.get_int(n, at("nvlinks"), 0);
+  // Power figures are optional even in the catalogue: only measured GPUs have the draws.
+  const auto watts = [&](const char* key, double& value) {
+    if (YAML::Node n = map[key]) {
+      value = reader.get_number(n, at(key));
+      if (!(value > 0)) reader.fail(at(key), n, "a power must be > 0 watts", "write e.g. " + std::string(key) + ": 500");
+    }
+  };
+  watts("power_limit_watts", gpu.power_limit_watts);
+  watts("tdp_watts", gpu.tdp_watts);
+  watts("training_power_watts", gpu.training_power_watts);
+  watts("idle_power_watts", gpu.idle_power_watts);
 }
 
 GpuModel catalogue_gpu(const std::string& name, const YamlReader& reader, const YAML::Node& at,

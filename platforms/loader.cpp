@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "platforms/catalogue.hpp"
 #include "platforms/config_error.hpp"
 #include "platforms/node_reader.hpp"
@@ -23,6 +25,24 @@ GpuModel read_gpu(const YamlReader& reader, const YAML::Node& section) {
   GpuModel gpu = catalogue_gpu(reader.get_string(model, "gpu.model"), reader, model, "gpu.model");
   // Figures written next to the model override the catalogue's (e.g. a 16 GB V100).
   read_gpu_figures(reader, section, "gpu", gpu, false);
+  // A power limit below the TDP slows the clock by a model that needs the GPU's measured draws.
+  if (const YAML::Node limit = section["power_limit_watts"]) {
+    if (!(gpu.tdp_watts > 0))
+      reader.fail("gpu.power_limit_watts", limit, "GPU model " + gpu.name + " has no tdp_watts to compare the limit with",
+                  "add gpu.tdp_watts (the datasheet's maximum power), or drop the limit");
+    if (gpu.power_limit_watts > gpu.tdp_watts)
+      reader.fail("gpu.power_limit_watts", limit,
+                  fmt::format("{:g} W is above the TDP of {:g} W", gpu.power_limit_watts, gpu.tdp_watts),
+                  "use a limit <= tdp_watts");
+    if (gpu.power_limit_watts < gpu.tdp_watts &&
+        !(gpu.training_power_watts > gpu.idle_power_watts && gpu.idle_power_watts > 0 &&
+          gpu.power_limit_watts > gpu.idle_power_watts))
+      reader.fail("gpu.power_limit_watts", limit,
+                  "a limit below the TDP needs the GPU's measured training_power_watts and idle_power_watts "
+                  "(and a limit above the idle draw)",
+                  "measure them with validation/harness/power-trace and set gpu.training_power_watts and "
+                  "gpu.idle_power_watts, or drop the limit");
+  }
   return gpu;
 }
 

@@ -54,6 +54,13 @@ struct GpuModel {
   double fp8_flops = 0;
   BytesPerSecond nvlink_bandwidth_per_link = 0;  ///< per direction, one NVLink
   int nvlinks = 0;                               ///< NVLinks per GPU
+  /// Power (watts; 0 = not known): the board limit the GPU runs under (default its TDP), the
+  /// TDP, and two measured draws the power-limit model needs (models/compute/kernel.cpp,
+  /// power_clock_scale): compute-heavy training at the TDP, and idle at full clock.
+  double power_limit_watts = 0;
+  double tdp_watts = 0;
+  double training_power_watts = 0;
+  double idle_power_watts = 0;
   /// GEMM efficiency per dtype name fitted by `stepsim calibrate` (platform `calibration`
   /// section); dtypes absent here use the architecture's table (models/compute/roofline.cpp).
   std::map<std::string, double> gemm_efficiency;

@@ -81,18 +81,33 @@ Bytes bytes_of(Dtype dtype) {
 // FP8 rate where there is one (Hopper and Blackwell datasheets give equal INT8 and FP8 rates),
 // else the 16-bit rate: conservative on Turing/Ampere, whose INT8 tensor rate is twice FP16.
 // int32/int64 math (index arithmetic) runs on the CUDA cores, at the fp32 rate.
-double peak_flops(const platforms::GpuModel& gpu, Dtype dtype) {
+double power_clock_scale(const platforms::GpuModel& gpu) {
+  if (!(gpu.power_limit_watts > 0) || !(gpu.power_limit_watts < gpu.tdp_watts)) return 1;
+  const double dynamic = (gpu.power_limit_watts - gpu.idle_power_watts) /
+                         (gpu.training_power_watts - gpu.idle_power_watts);
+  return std::min(1.0, std::cbrt(dynamic));
+}
+
+namespace {
+
+double datasheet_flops(const platforms::GpuModel& gpu, Dtype dtype) {
   switch (dtype) {
     case Dtype::fp32:
     case Dtype::int32:
     case Dtype::int64: return gpu.fp32_flops;
     case Dtype::tf32: return gpu.tf32_flops > 0 ? gpu.tf32_flops : gpu.fp32_flops;
     case Dtype::fp16: return gpu.fp16_flops > 0 ? gpu.fp16_flops : gpu.fp32_flops;
-    case Dtype::bf16: return gpu.bf16_flops > 0 ? gpu.bf16_flops : peak_flops(gpu, Dtype::fp16);
+    case Dtype::bf16: return gpu.bf16_flops > 0 ? gpu.bf16_flops : datasheet_flops(gpu, Dtype::fp16);
     case Dtype::fp8:
-    case Dtype::int8: return gpu.fp8_flops > 0 ? gpu.fp8_flops : peak_flops(gpu, Dtype::bf16);
+    case Dtype::int8: return gpu.fp8_flops > 0 ? gpu.fp8_flops : datasheet_flops(gpu, Dtype::bf16);
   }
   throw std::logic_error("peak_flops: unknown dtype");
+}
+
+}  // namespace
+
+double peak_flops(const platforms::GpuModel& gpu, Dtype dtype) {
+  return datasheet_flops(gpu, dtype) * power_clock_scale(gpu);
 }
 
 double KernelSpec::param(const std::string& name) const {

@@ -27,8 +27,21 @@ const char* to_string(Dtype dtype);
 /// int32, int64; throws ConfigError naming `where` otherwise.
 Dtype parse_dtype(const std::string& text, const std::string& where);
 Bytes bytes_of(Dtype dtype);
-/// @brief Dense FLOP/s of `gpu` for math in `dtype` (tensor cores where the dtype has them).
+/// @brief Dense FLOP/s of `gpu` for math in `dtype` (tensor cores where the dtype has them): the
+/// datasheet's figure times power_clock_scale.
 double peak_flops(const platforms::GpuModel& gpu, Dtype dtype);
+
+/// @brief The SM clock a power limit below the TDP leaves, relative to running at the TDP (1 when
+/// no lower limit is set). First-order DVFS: the dynamic power above the idle draw at full clock
+/// goes as C V^2 f with the voltage rising in step with the clock, so as f^3; a compute-heavy
+/// training step draws gpu.training_power_watts at the TDP, hence
+///     scale = min(1, cbrt((limit - idle) / (training - idle))).
+/// Inputs measured on an H100 SXM at its 700 W TDP (validation/measurements/h100-sxm/power/: an
+/// FSDP2 iteration drew 673 W, already capped, SM clock 1653 MHz mean; idle at full clock
+/// ~120 W). The cube is the model's assumption: where the voltage stops rising the exponent
+/// falls toward 1 (a square root instead gives a 5 points larger slowdown at 500 W). Only
+/// compute roofs scale: HBM has its own clock.
+double power_clock_scale(const platforms::GpuModel& gpu);
 
 /// @brief Fraction of peak_flops a wave-aligned large GEMM in `dtype` reaches on `gpu`: the
 /// platform's calibrated value when it has one, else the architecture's cited ceiling.

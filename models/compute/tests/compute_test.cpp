@@ -302,6 +302,24 @@ TEST(DotInteraction, HandComputedRoofline) {
   EXPECT_LT(fp32.time, gemm(a100(), v, v, d, Dtype::fp32, b).time);
 }
 
+// A 500 W limit on an H100 (TDP 700 W, measured: training 673 W, idle at full clock 120 W) leaves
+// cbrt(380 / 553) = 88.2 % of the clock: compute roofs scale, memory roofs do not.
+TEST(PowerLimit, ScalesComputeRoofsByTheCubeRootOfTheDynamicPower) {
+  GpuModel capped = h100();
+  EXPECT_EQ(power_clock_scale(capped), 1);  // no limit set: the TDP
+  capped.power_limit_watts = 700;
+  EXPECT_EQ(power_clock_scale(capped), 1);
+  capped.power_limit_watts = 690;  // above what training draws: no slowdown
+  EXPECT_EQ(power_clock_scale(capped), 1);
+  capped.power_limit_watts = 500;
+  const double scale = std::cbrt((500.0 - 120) / (673 - 120));
+  expect_rel(power_clock_scale(capped), scale);
+  expect_rel(peak_flops(capped, Dtype::bf16), 989.4e12 * scale);
+  const double m = 128 * 132, n = 2048, k = 8192;
+  expect_rel(gemm(capped, m, n, k).time, gemm(h100(), m, n, k).time / scale);
+  expect_rel(gemm(capped, 1, 8192, 8192).time, gemm(h100(), 1, 8192, 8192).time);  // memory-bound
+}
+
 // PyTorch's EmbeddingBag kernel, 65536 one-hot bags of 128 fp32 from a table in L2: 262144
 // chunks of 32 elements in 32 rounds of 8192 warps, three dependent loads each (measured on an
 // H100: 92 us); HBM alone would take 23 us.
