@@ -760,20 +760,46 @@ class DlrmBuilder {
       notes.push_back(fmt::format("CPU: {:.0f} us before every launch (Lin et al.'s mean op gap T1) plus the launch "
                                   "model's cost",
                                   c_.cpu_op_gap * 1e6));
+    const bool scaler = act_bytes_ < 4 && (!c_.cuda_graphs || c_.graph_forward_backward);
     if (sparse_gradient())
-      notes.push_back("embedding gradient: PyTorch's sparse COO gradient (one fp32 row per lookup), scaled by -lr and "
-                      "index_added into the rows by torch.optim.SGD" +
-                      std::string(act_bytes_ < 4 && c_.graph_forward_backward ? ", after GradScaler unscales it" : "") +
+      notes.push_back("embedding gradient: PyTorch's sparse COO gradient (one fp32 row per lookup), " +
+                      std::string(c_.torch_embedding_bag ? "added by index_add_ with alpha -lr per table"
+                                                         : "scaled by -lr and index_added into the rows") +
+                      " by torch.optim.SGD (an atomic scatter-add at half the HBM roof)" +
+                      std::string(scaler ? ", after GradScaler unscales it" : "") +
                       std::string(act_bytes_ < 4 ? "; the fp32 pooled rows and their gradient cast to and from fp16" : "") +
                       ", instead of one fused backward-and-update pass");
+    if (c_.torch_embedding_bag)
+      notes.push_back("embedding lookups: PyTorch's nn.EmbeddingBag kernel, one launch per table, priced by its "
+                      "dependent-load latency and the share of each table that misses L2 under uniform indices "
+                      "(index_distribution is not used by this kernel model)");
+    if (c_.mlp_epilogue != MlpEpilogue::fused)
+      notes.push_back(std::string("MLP layers: bias and ReLU as separate memory passes (") +
+                      (c_.mlp_epilogue == MlpEpilogue::apex ? "NVIDIA apex MLP: bias+ReLU forward, ReLU gradient with "
+                                                              "the bias reduction backward"
+                                                            : "PyTorch nn.Linear + nn.ReLU: ReLU forward, ReLU gradient "
+                                                              "and bias reduction backward") +
+                      ")");
+    if (c_.interaction == "dot" && !c_.fused_interaction)
+      notes.push_back("dot interaction as PyTorch runs it: cat, bmm, index_select of the lower triangle and cat "
+                      "forward; the index_select's index_add, both bmm gradients and their sums backward");
+    if (c_.interaction_pad_to > 1)
+      notes.push_back("interaction output zero-padded to a multiple of " + std::to_string(c_.interaction_pad_to) +
+                      " values: the first top layer takes " + std::to_string(top_input()));
+    if (c_.shared_process_group && n_ > 1)
+      notes.push_back("one process group: DDP's allreduces queue with the all-to-alls on the exchange's stream");
+    if (c_.graph_forward_backward)
+      notes.push_back(fmt::format("each iteration starts after the previous one's device sync: {:.0f} us of CPU work "
+                                  "(learning-rate scheduler, copies into the graph's inputs, graph launch)",
+                                  (c_.cpu_op_gap + 4 * (c_.cpu_op_gap + LaunchModel{}.cpu_launch)) * 1e6));
     if (c_.bottom_on_rank0 && n_ > 1 && plan_.kind != ShardingKind::data_parallel)
       notes.push_back("NVIDIA DLE's exchange copies (one read and write each): a rank's vectors concatenated before the "
                       "all-to-all, the received ones after it, the gradient split into contiguous pieces before the "
                       "backward one");
     notes.push_back(std::string("not modelled: TorchRec's input all-to-all of indices (its pipeline overlaps it with the "
                                 "previous iteration; NVIDIA's loader reads each GPU's indices directly), ") +
-                    (c_.graph_forward_backward ? "AMP's casts of the MLP weights" : "AMP casts and loss scaling") +
-                    ", the data loader and the host work between iterations");
+                    (scaler || act_bytes_ == 4 ? "AMP's casts of the MLP weights" : "AMP casts and loss scaling") +
+                    (c_.graph_forward_backward ? ", the data loader" : ", the data loader and the host work between iterations"));
   }
 
   /// The rank of every table and each rank's embedding lookup bytes per iteration, in the
