@@ -423,11 +423,7 @@ class DlrmBuilder {
     max_groups_ = std::max(max_groups_, groups.size());
     const auto suffix = [&](std::size_t g) { return groups.size() > 1 ? "[" + std::to_string(g) + "]" : std::string(); };
 
-    // NVIDIA DLE's loop (main.py) ends each iteration with torch.cuda.synchronize(); the GPU then
-    // waits while the CPU steps the learning-rate scheduler, copies the batch into the graph's
-    // three static inputs (copy_) and calls graph.replay(): one op gap, then four launched ops.
-    if (c_.graph_forward_backward)
-      rank.cpu("iteration_start", c_.cpu_op_gap + 4 * (c_.cpu_op_gap + LaunchModel{}.cpu_launch));
+    if (c_.graph_forward_backward) rank.cpu("iteration_start", iteration_start_time());
 
     // Forward. Every bottom layer and all top layers but the last end in a ReLU; with
     // mlp_epilogue fused, bias and ReLU are in the GEMM's epilogue.
@@ -562,13 +558,14 @@ class DlrmBuilder {
     }
     if (plan_.kind != ShardingKind::data_parallel) buckets.flush();  // the bottom MLP's were the last
     const bool sparse = sparse_gradient();
+    // PyTorch's stacked gradient is cast back to the tables' type once.
+    if (c_.torch_embedding_bag && !groups.empty() && act_bytes_ < embedding_bytes)
+      rank.kernel("embedding_grad_cast", pass_spec(local_values, act_bytes_, embedding_bytes));
     for (std::size_t g = 0; g < groups.size(); ++g) {
       if (c_.torch_embedding_bag) {
-        // The stacked gradient cast back to fp32 once, then nn.EmbeddingBag's sparse backward
-        // per table: an index_select of the pooled gradient by offset2bag, one row per lookup.
+        // nn.EmbeddingBag's sparse backward per table: an index_select of the pooled gradient by
+        // offset2bag, one row per lookup.
         const double per_table = lookup_batch_ * groups[g].dim;
-        if (g == 0 && act_bytes_ < embedding_bytes)
-          rank.kernel("embedding_grad_cast", pass_spec(local_values, act_bytes_, embedding_bytes));
         for (double t = 0; t < groups[g].tables; ++t)
           rank.kernel("embedding_grad_rows" + suffix(g),
                       pass_spec(per_table * groups[g].pooling, embedding_bytes, embedding_bytes));
@@ -598,6 +595,16 @@ class DlrmBuilder {
     return flops;
   }
 
+  /// NVIDIA DLE's loop (main.py) ends each iteration with torch.cuda.synchronize(); the GPU then
+  /// waits while the CPU steps the learning-rate scheduler, copies the batch into the graph's
+  /// three static inputs (copy_) and calls graph.replay(): one op gap, then four launched ops.
+  Seconds iteration_start_time() const { return c_.cpu_op_gap + 4 * (c_.cpu_op_gap + LaunchModel{}.cpu_launch); }
+
+  /// AMP's GradScaler unscales and reads its inf flag on the host, which a CUDA graph cannot hold.
+  bool grad_scaler_outside_graph() const {
+    return act_bytes_ < 4 && (!c_.cuda_graphs || c_.graph_forward_backward);
+  }
+
   bool sparse_gradient() const {
     return c_.sparse_embedding_gradient && plan_.kind != ShardingKind::data_parallel;
   }
@@ -611,9 +618,7 @@ class DlrmBuilder {
   void weight_update(RankBuilder& rank, const std::vector<LookupGroup>& groups, double dense_params,
                      const Suffix& suffix) const {
     const bool eager = c_.graph_forward_backward;
-    const bool amp = act_bytes_ < 4;
-    // GradScaler's unscale and host-read inf check cannot be captured in a CUDA graph.
-    const bool scaler = amp && (!c_.cuda_graphs || c_.graph_forward_backward);
+    const bool scaler = grad_scaler_outside_graph();
     const auto launch = [&](const std::string& name, KernelSpec spec) {
       if (eager) rank.cpu(name + ".launch", c_.cpu_op_gap + LaunchModel{}.cpu_launch);
       rank.kernel(name, std::move(spec));
@@ -760,7 +765,7 @@ class DlrmBuilder {
       notes.push_back(fmt::format("CPU: {:.0f} us before every launch (Lin et al.'s mean op gap T1) plus the launch "
                                   "model's cost",
                                   c_.cpu_op_gap * 1e6));
-    const bool scaler = act_bytes_ < 4 && (!c_.cuda_graphs || c_.graph_forward_backward);
+    const bool scaler = grad_scaler_outside_graph();
     if (sparse_gradient())
       notes.push_back("embedding gradient: PyTorch's sparse COO gradient (one fp32 row per lookup), " +
                       std::string(c_.torch_embedding_bag ? "added by index_add_ with alpha -lr per table"
@@ -791,7 +796,7 @@ class DlrmBuilder {
     if (c_.graph_forward_backward)
       notes.push_back(fmt::format("each iteration starts after the previous one's device sync: {:.0f} us of CPU work "
                                   "(learning-rate scheduler, copies into the graph's inputs, graph launch)",
-                                  (c_.cpu_op_gap + 4 * (c_.cpu_op_gap + LaunchModel{}.cpu_launch)) * 1e6));
+                                  iteration_start_time() * 1e6));
     if (c_.bottom_on_rank0 && n_ > 1 && plan_.kind != ShardingKind::data_parallel)
       notes.push_back("NVIDIA DLE's exchange copies (one read and write each): a rank's vectors concatenated before the "
                       "all-to-all, the received ones after it, the gradient split into contiguous pieces before the "
