@@ -146,6 +146,19 @@ class RankBuilder {
   void cpu(const std::string& name, Seconds duration) {
     p_.ops.push_back(Op{.kind = OpKind::cpu, .name = tb_.name(name), .duration = duration});
   }
+  /// A host-to-device copy on `stream` (named on first use).
+  void upload(const std::string& stream, const std::string& name, Bytes bytes) {
+    gap();
+    auto it = std::find(p_.streams.begin(), p_.streams.end(), stream);
+    if (it == p_.streams.end()) it = p_.streams.insert(p_.streams.end(), stream);
+    Op op;
+    op.kind = OpKind::memcpy;
+    op.stream = static_cast<int>(it - p_.streams.begin());
+    op.name = tb_.name(name);
+    op.bytes = bytes;
+    op.memcpy = MemcpyKind::host_to_device;
+    p_.ops.push_back(op);
+  }
   /// The CPU waits for the whole device (a GPU value read on the host).
   void device_sync(const std::string& name) {
     p_.ops.push_back(Op{.kind = OpKind::sync, .stream = -1, .name = tb_.name(name), .event = -1});
@@ -591,7 +604,7 @@ class DlrmBuilder {
     buckets.flush();
     buckets_ = buckets.count();
     if (buckets.count() > 0) rank.handoff(allreduce_stream, kCompute, "gradients_reduced");
-    weight_update(rank, groups, dense_params, suffix);
+    weight_update(r, rank, groups, dense_params, suffix);
     return flops;
   }
 
@@ -615,7 +628,7 @@ class DlrmBuilder {
   /// GradScaler.unscale_ and torch.optim.SGD treat the embeddings' sparse gradient (values
   /// scaled by -lr, then index_add into the rows).
   template <typename Suffix>
-  void weight_update(RankBuilder& rank, const std::vector<LookupGroup>& groups, double dense_params,
+  void weight_update(int r, RankBuilder& rank, const std::vector<LookupGroup>& groups, double dense_params,
                      const Suffix& suffix) const {
     const bool eager = c_.graph_forward_backward;
     const bool scaler = grad_scaler_outside_graph();
@@ -623,32 +636,98 @@ class DlrmBuilder {
       if (eager) rank.cpu(name + ".launch", c_.cpu_op_gap + LaunchModel{}.cpu_launch);
       rank.kernel(name, std::move(spec));
     };
+    // GradScaler's one-element ops before each multi-tensor unscale, each a host op and a
+    // kernel. NVIDIA DLE (PyTorch 1.10, torch/cuda/amp/grad_scaler.py): unscale_ computes
+    // inv_scale = _scale.double().reciprocal().float() and found_inf = torch.full((1,), 0.0),
+    // and _MultiDeviceReplicator copies both to the gradients' device. PyTorch 2.11 (the
+    // harness's H100 trace, validation/measurements/h100-sxm/dlrm-amp.json.gz): two
+    // torch.full for the fused dense step, reciprocal and torch.full for the sparse one.
+    const auto unscale_prologue = [&](const std::string& who) {
+      static const std::vector<std::string> dle = {"double",    "reciprocal",     "float",
+                                                   "found_inf", "inv_scale_copy", "found_inf_copy"};
+      const std::vector<std::string> torch2 =
+          who == "mlp" ? std::vector<std::string>{"found_inf", "inv_scale"} : std::vector<std::string>{"reciprocal", "found_inf"};
+      for (const std::string& op : c_.torch_embedding_bag ? torch2 : dle)
+        launch("grad_scaler." + who + "." + op, pass_spec(1, 4, 4));
+    };
     if (scaler) {
+      unscale_prologue("mlp");
       launch("grad_scaler.unscale", pass_spec(dense_params, 4, 4));
       rank.device_sync("grad_scaler.found_inf");
     }
     launch("optimizer", sgd_spec(dense_params));
-    if (!sparse_gradient()) return;
-    const auto values_of = [&](const LookupGroup& g) { return lookup_batch_ * g.tables * g.pooling * g.dim; };
-    if (c_.torch_embedding_bag) {
-      // GradScaler unscales every table's values in one multi-tensor pass; torch.optim.SGD then
-      // adds each table's sparse gradient with index_add_(alpha = -lr).
-      double values = 0;
-      for (const LookupGroup& g : groups) values += values_of(g);
-      if (scaler) launch("embedding_grad_unscale", pass_spec(values, 4, 4));
-      for (std::size_t g = 0; g < groups.size(); ++g)
-        for (double t = 0; t < groups[g].tables; ++t)
-          launch("embedding_sgd" + suffix(g), index_add_spec(lookup_batch_ * groups[g].pooling, groups[g]));
-      return;
+    if (sparse_gradient()) {
+      const auto values_of = [&](const LookupGroup& g) { return lookup_batch_ * g.tables * g.pooling * g.dim; };
+      if (c_.torch_embedding_bag) {
+        // GradScaler unscales every table's values in one multi-tensor pass; torch.optim.SGD then
+        // adds each table's sparse gradient with index_add_(alpha = -lr). The harness's trace
+        // reads one inf flag per iteration (the model's found_inf sync above).
+        double values = 0;
+        for (const LookupGroup& g : groups) values += values_of(g);
+        if (scaler) {
+          unscale_prologue("embedding");
+          launch("embedding_grad_unscale", pass_spec(values, 4, 4));
+        }
+        for (std::size_t g = 0; g < groups.size(); ++g)
+          for (double t = 0; t < groups[g].tables; ++t)
+            launch("embedding_sgd" + suffix(g), index_add_spec(lookup_batch_ * groups[g].pooling, groups[g]));
+      } else {
+        // NVIDIA DLE: scaler.unscale_(embedding_optimizer), then its step() without an inf check.
+        if (scaler) unscale_prologue("embedding");
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+          const double values = values_of(groups[g]);
+          if (scaler) {
+            rank.cpu("grad_scaler.embedding.values" + suffix(g), c_.cpu_op_gap);
+            launch("embedding_grad_unscale" + suffix(g), pass_spec(values, 4, 4));
+          }
+          // PyTorch 1.x's sparse add_ scaled the values by -lr first ("FIXME: at some point we can
+          // wrap the scale into indexAdd"), then index_add_.
+          launch("embedding_grad_scale_lr" + suffix(g), pass_spec(values, 4, 4));
+          launch("embedding_sgd" + suffix(g),
+                 index_add_spec(lookup_batch_ * groups[g].tables * groups[g].pooling, groups[g]));
+        }
+      }
     }
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      const double values = values_of(groups[g]);
-      if (scaler) launch("embedding_grad_unscale" + suffix(g), pass_spec(values, 4, 4));
-      // PyTorch 1.x's sparse add_ scaled the values by -lr first ("FIXME: at some point we can
-      // wrap the scale into indexAdd"), then index_add_.
-      launch("embedding_grad_scale_lr" + suffix(g), pass_spec(values, 4, 4));
-      launch("embedding_sgd" + suffix(g), index_add_spec(lookup_batch_ * groups[g].tables * groups[g].pooling, groups[g]));
+    if (scaler) {
+      // GradScaler.update. PyTorch 1.10: each optimizer's found_inf moved to the scale's device
+      // (no copy on one GPU, host ops only) and summed, then _amp_update_scale_ (the only op
+      // of the update in the harness's PyTorch 2.11 trace).
+      if (!c_.torch_embedding_bag) {
+        for (const char* op : {"found_inf_to_mlp", "found_inf_to_embedding"})
+          rank.cpu(std::string("grad_scaler.") + op, c_.cpu_op_gap);
+        launch("grad_scaler.found_inf_sum", pass_spec(1, 8, 4));
+      }
+      launch("grad_scaler.update_scale", pass_spec(1, 12, 8));
     }
+    if (eager) next_batch(r, groups, rank, launch);
+  }
+
+  /// The rest of NVIDIA DLE's loop (main.py, dlrm/data/utils.py prefetcher): `moving_loss +=
+  /// loss`, then next(batch_iter) waits for the side stream, takes the next batch from the
+  /// loader thread and copies each of its tensors to the GPU on a side stream (pageable memory,
+  /// one record_stream each; the dense features cast to fp32 there), then
+  /// torch.cuda.synchronize(). A rank copies the labels of the global batch, its tables' int64
+  /// indices for the global batch and, where the bottom MLP runs, the fp16 dense features.
+  template <typename Launch>
+  void next_batch(int r, const std::vector<LookupGroup>& groups, RankBuilder& rank, const Launch& launch) const {
+    launch("moving_loss", pass_spec(1, 8, 4));
+    rank.cpu("prefetcher.wait_stream", c_.cpu_op_gap);
+    rank.cpu("loader.next", c_.cpu_op_gap);
+    const auto upload = [&](const std::string& name, Bytes bytes) {
+      rank.cpu(name + ".launch", c_.cpu_op_gap + LaunchModel{}.cpu_launch);
+      rank.upload("input", name, bytes);
+      rank.cpu(name + ".record_stream", c_.cpu_op_gap);
+    };
+    upload("input.labels", c_.global_batch * 4.0);
+    double indices = 0;
+    for (const LookupGroup& g : groups) indices += lookup_batch_ * g.tables * g.pooling;
+    if (indices > 0) upload("input.categorical", indices * 8);
+    if (has_bottom(r)) {
+      const double dense = bottom_batch() * c_.dense_features;
+      upload("input.numerical", dense * 2);
+      launch("input.numerical_cast", pass_spec(dense, 2, 4));
+    }
+    rank.device_sync("torch.cuda.synchronize");
   }
 
   /// The ReLU after a GEMM whose epilogue does not apply it (apex: with the bias add).

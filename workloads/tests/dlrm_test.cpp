@@ -468,10 +468,12 @@ std::vector<std::string> op_names(const Trace& t, int rank) {
 }
 
 // graph_scope forward_backward + sparse gradients under AMP, on 2 GPUs: the graph waits for the
-// CPU's iteration start (DLE synchronizes every iteration); after the backward the
-// CPU launches (25 us each) the dense unscale, syncs on GradScaler's inf flag, launches FusedSGD,
-// then per table group the sparse gradient's unscale, its -lr scaling and the index_add; the
-// backward only casts the fp16 pooled gradient back to fp32 (4 tables x 1024 samples x 16).
+// CPU's iteration start (DLE synchronizes every iteration); after the backward the CPU launches
+// (25 us each) GradScaler's one-element ops and the dense unscale, syncs on its inf flag,
+// launches FusedSGD, then the sparse gradient's unscale (after the same one-element ops), its
+// -lr scaling and the index_add, GradScaler's update and the loss sum; then DLE's prefetcher
+// copies the next batch to the GPU and the loop synchronizes. The backward only casts the fp16
+// pooled gradient back to fp32 (4 tables x 1024 samples x 16).
 TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
   const Trace t = parse(small_dlrm("{rows: [100, 100, 100, 100]}",
                                    "{global_batch: 1024, dtype: fp16, cuda_graphs: true, graph_scope: forward_backward, "
@@ -486,13 +488,18 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
   };
   EXPECT_LT(at("embedding_forward"), at("embedding_output_cast"));
   EXPECT_LT(at("embedding_output_cast"), at("embedding_grad_cast"));
-  EXPECT_LT(at("embedding_grad_cast"), at("cpu:grad_scaler.unscale.launch"));
+  EXPECT_LT(at("embedding_grad_cast"), at("grad_scaler.mlp.double"));
+  EXPECT_LT(at("grad_scaler.mlp.found_inf_copy"), at("grad_scaler.unscale"));
   EXPECT_LT(at("grad_scaler.unscale"), at("sync:grad_scaler.found_inf"));
   EXPECT_LT(at("sync:grad_scaler.found_inf"), at("cpu:optimizer.launch"));
-  EXPECT_LT(at("optimizer"), at("embedding_grad_unscale"));
+  EXPECT_LT(at("optimizer"), at("grad_scaler.embedding.double"));
+  EXPECT_LT(at("grad_scaler.embedding.found_inf_copy"), at("embedding_grad_unscale"));
   EXPECT_LT(at("embedding_grad_unscale"), at("embedding_grad_scale_lr"));
   EXPECT_LT(at("embedding_grad_scale_lr"), at("embedding_sgd"));
-  EXPECT_EQ(names.back(), "embedding_sgd");
+  EXPECT_LT(at("embedding_sgd"), at("grad_scaler.update_scale"));
+  EXPECT_LT(at("grad_scaler.update_scale"), at("moving_loss"));
+  EXPECT_LT(at("moving_loss"), at("cpu:prefetcher.wait_stream"));
+  EXPECT_EQ(names.back(), "sync:torch.cuda.synchronize");
   EXPECT_EQ(std::count(names.begin(), names.end(), "embedding_backward"), 0);
   // The iteration starts on the CPU after DLE's per-iteration synchronize: the learning-rate
   // scheduler (T1), three copies into the graph's inputs and the replay (T1 + T4 each).
@@ -500,13 +507,34 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
   ASSERT_EQ(p.ops.front().kind, OpKind::cpu);
   EXPECT_EQ(t.names[p.ops.front().name], "iteration_start");
   EXPECT_DOUBLE_EQ(p.ops.front().duration, 21e-6 + 4 * (21e-6 + 4e-6));
-  int launches = 0;
-  for (std::size_t i = 1; i < p.ops.size(); ++i)
-    if (p.ops[i].kind == OpKind::cpu) {
-      EXPECT_DOUBLE_EQ(p.ops[i].duration, 21e-6 + 4e-6);   // Lin et al.'s op gap T1 + launch call T4
-      ++launches;
+  // Every later CPU op is a launch (Lin et al.'s op gap T1 + launch call T4) or a host-only op
+  // (T1): 2 x 6 one-element ops, the two unscales, FusedSGD, the -lr scaling, the index_add, the
+  // inf sum, the scale update, the loss sum and one launch per uploaded input; host-only: the
+  // sparse gradient's _values(), the update's two found_inf moves, the prefetcher's wait_stream
+  // and next(), and one record_stream per upload.
+  int launches = 0, host_only = 0, uploads = 0;
+  Bytes uploaded = 0;
+  for (std::size_t i = 1; i < p.ops.size(); ++i) {
+    if (p.ops[i].kind == OpKind::memcpy) {
+      EXPECT_EQ(p.ops[i].memcpy, MemcpyKind::host_to_device);
+      uploaded += p.ops[i].bytes;
+      ++uploads;
     }
-  EXPECT_EQ(launches, 5);   // unscale, optimizer, and the three embedding passes
+    if (p.ops[i].kind != OpKind::cpu) continue;
+    if (p.ops[i].duration == 21e-6 + 4e-6) ++launches;
+    else if (p.ops[i].duration == 21e-6) ++host_only;
+    else ADD_FAILURE() << t.names[p.ops[i].name] << " takes " << p.ops[i].duration;
+  }
+  const int bottom = std::count(names.begin(), names.end(), "input.numerical_cast");
+  EXPECT_EQ(launches, 12 + 2 + 5 + 1 + uploads + bottom);
+  EXPECT_EQ(host_only, 1 + 2 + 2 + uploads);
+  // Data movement: the global batch's fp32 labels, the rank's tables' int64 indices for the
+  // global batch and the fp16 dense features of the rank's bottom MLP batch (data parallel by
+  // default: the local 512 samples).
+  double rank_tables = 0;
+  for (const auto* k : kernels(t, 0, "embedding_forward")) rank_tables += k->param("tables");
+  ASSERT_EQ(bottom, 1);
+  EXPECT_DOUBLE_EQ(uploaded, 1024 * 4 + 1024 * rank_tables * 8 + 512 * 13 * 2);
   // Pass sizes: the rank's tables (one group of alike ones) x the global batch x dim 16.
   double tables = 0;
   for (const auto* k : kernels(t, 0, "embedding_forward")) tables += k->param("tables");
@@ -573,8 +601,9 @@ TEST_F(Dlrm, EagerOpsPayTheCpuOpGap) {
   for (const Op& o : graphed.program(0).ops) EXPECT_NE(o.kind, OpKind::cpu);
 }
 
-// In fp32 nothing is scaled: no unscale passes, no host sync, no cast; the fused default keeps
-// one embedding_backward per group and the optimizer inside the graph (no CPU launch).
+// In fp32 nothing is scaled: no GradScaler op, no host sync but the loop's own synchronize, no
+// cast; the fused default keeps one embedding_backward per group and the optimizer inside the
+// graph (no CPU launch).
 TEST_F(Dlrm, Fp32AndFusedDefaultsAddNoHostWork) {
   const Trace fp32 = parse(small_dlrm("{rows: [100]}",
                                       "{global_batch: 1024, cuda_graphs: true, graph_scope: forward_backward, "
@@ -582,8 +611,9 @@ TEST_F(Dlrm, Fp32AndFusedDefaultsAddNoHostWork) {
                            "0,1");
   for (int r = 0; r < 2; ++r)
     for (const std::string& n : op_names(fp32, r)) {
+      EXPECT_EQ(n.find("grad_scaler"), std::string::npos) << n;
       EXPECT_EQ(n.find("unscale"), std::string::npos) << n;
-      EXPECT_EQ(n.find("sync:"), std::string::npos) << n;
+      if (n.rfind("sync:", 0) == 0) EXPECT_EQ(n, "sync:torch.cuda.synchronize");
       EXPECT_EQ(n.find("embedding_grad_cast"), std::string::npos) << n;
       EXPECT_EQ(n.find("embedding_output_cast"), std::string::npos) << n;
     }
