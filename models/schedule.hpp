@@ -135,6 +135,11 @@ struct Schedule {
   std::vector<Round> rounds;
   Protocol protocol;
   Seconds launch_latency = 0;
+  /// Back-to-back benchmark loops (nccl-tests) issue the next call while this one runs, so a
+  /// call takes at least the CPU time that issues it: the loop's time per call is
+  /// max(makespan, issue_period), which collective predictions report. 0: the issuing CPU
+  /// never bounds the call. Engines execute the schedule alone and ignore it.
+  Seconds issue_period = 0;
   /// Compressed size of one cell (piece) when the schedule compresses (compression-assisted
   /// collectives, models/compression/); 0 when it has no codec step.
   Bytes compressed_piece_bytes = 0;

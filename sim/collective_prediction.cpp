@@ -1,5 +1,6 @@
 #include "sim/collective_prediction.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "models/checker.hpp"
@@ -18,6 +19,7 @@ CollectivePrediction run_supported(const std::string& name, const models::Algori
       throw std::logic_error("schedule of '" + name + "' fails the data-movement check: " + *violation);
   }
   CollectiveResult result = engine.run(schedule, {ctx.platform, ctx.allocation});
+  result.time = std::max(result.time, schedule.issue_period);
   return {name, std::move(schedule), std::move(result), {}};
 }
 

@@ -21,7 +21,7 @@
 /// Simple`, `nvls=off` and `channels` force NCCL's choice (NCCL_ALGO / NCCL_PROTO /
 /// NCCL_NVLS_ENABLE / NCCL_MIN/MAX_NCHANNELS); `version=2.18` picks that release's tuning
 /// constants (nccl_versions.hpp); `gpus_per_thread=N` (nccl-tests -g N) charges the CPU
-/// thread's serial launch of N kernels (see launch_serialisation); `caller=torch` a
+/// thread's serial launch of N kernels (see apply_launch_serialisation); `caller=torch` a
 /// torch.distributed call's host time (see caller_overhead).
 #include <algorithm>
 #include <cmath>
@@ -66,10 +66,9 @@ bool nvls_disabled(const AlgorithmOptions& options) {
 constexpr Seconds kLaunchCall = 4e-6;
 
 /// `gpus_per_thread=N`: one CPU thread drives N of the ranks (nccl-tests -g N, one group
-/// call), so it launches their kernels one after another and the last of them starts (N-1)
-/// launch calls after the first. No rank of a ring or tree can finish before every rank has
-/// joined, so the delay adds once to the whole collective: the schedule's launch_latency.
-Seconds launch_serialisation(const AlgorithmOptions& options, int ranks) {
+/// call) and makes their launch calls one after another; the number of ranks it serves
+/// (0 without the option).
+int ranks_per_thread(const AlgorithmOptions& options, int ranks) {
   auto it = options.extra.find("gpus_per_thread");
   if (it == options.extra.end()) return 0;
   int n = 0;
@@ -82,7 +81,25 @@ Seconds launch_serialisation(const AlgorithmOptions& options, int ranks) {
   if (used != it->second.size() || n < 1)
     throw ConfigError("--algo nccl option 'gpus_per_thread'", "expected a positive integer, got '" + it->second + "'",
                       "write gpus_per_thread=12 for nccl-tests -g 12");
-  return (std::min(n, ranks) - 1) * kLaunchCall;
+  return std::min(n, ranks);
+}
+
+/// How the thread's serial launches cost a back-to-back loop, by NCCL release. NCCL 2.4 (the
+/// DGX-2 data set, 12 GPUs per thread): the last rank starts N-1 launch calls after the first
+/// and, as no rank of a ring or tree can finish before every rank has joined, every call pays
+/// that delay: launch_latency (fits its 1-4 MiB points; treating it as the floor below instead
+/// takes that data set from 13.4 % to 22.7 %). Later releases launch asynchronously and the
+/// thread runs ahead of the GPUs, so the launches bound the loop only when the GPUs finish
+/// first: issue_period = N launch calls (the Azure 8-GPU runs, NCCL 2.18/2.20: flat 25-45 us
+/// per call from 1 KiB to 256 KiB; adding the delay instead would take them from 6 % to
+/// 15-25 % geomean at >= 1 MiB).
+void apply_launch_serialisation(const AlgorithmOptions& options, int ranks, Schedule& s) {
+  const int n = ranks_per_thread(options, ranks);
+  if (n < 1) return;
+  if (nccl::nccl_version(options).era == nccl::Era::v2_4)
+    s.launch_latency += (n - 1) * kLaunchCall;
+  else
+    s.issue_period = n * kLaunchCall;
 }
 
 /// `caller=torch`: the collective is one torch.distributed call on an otherwise idle device
@@ -250,7 +267,8 @@ class Nccl : public Algorithm {
                               nccl::handover_us(e.algo, e.proto, sys.sm) * 1e-6;
     s.protocol.per_step_bandwidth_cap = per_channel * kGB * achieved;
     s.launch_latency = std::max(0.0, e.latency_us * fitted.latency_scale * 1e-6 - inherent_latency(s, ctx)) +
-                       launch_serialisation(ctx.options, spec.ranks) + caller_overhead(ctx.options);
+                       caller_overhead(ctx.options);
+    apply_launch_serialisation(ctx.options, spec.ranks, s);
 
     s.notes.push_back(std::string("nccl choice: ") + s.algorithm + ", " + std::to_string(channels) +
                       " channels launched (graph has " + std::to_string(graph_channels) + "), " +

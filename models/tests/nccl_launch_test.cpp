@@ -1,5 +1,7 @@
 /// @file `gpus_per_thread`: one CPU thread launching several ranks' kernels one after another
-/// (nccl-tests -g N) delays the collective by the launch calls before the last rank's.
+/// (nccl-tests -g N): under NCCL 2.4 the collective waits for the launch calls before the last
+/// rank's; later releases launch asynchronously, so the thread's calls only set a floor on the
+/// back-to-back loop's time per call (issue_period).
 #include <gtest/gtest.h>
 
 #include "models/algorithm.hpp"
@@ -39,6 +41,32 @@ TEST(NcclLaunch, TwelveGpusPerThreadWaitElevenLaunchCalls) {
   EXPECT_EQ(serial.rounds.size(), alone.rounds.size());
   EXPECT_DOUBLE_EQ(serial.protocol.step_latency, alone.protocol.step_latency);
   EXPECT_DOUBLE_EQ(serial.protocol.per_step_bandwidth_cap, alone.protocol.per_step_bandwidth_cap);
+}
+
+// Under NCCL 2.4 the serial launches delay the collective and set no floor.
+TEST(NcclLaunch, Nccl24DelaysInsteadOfBoundingTheLoop) { EXPECT_EQ(lower_dgx2(12, "12").issue_period, 0); }
+
+/// An H100 node's 8 GPUs, `per_thread` GPUs per CPU thread, the release's defaults (HEAD).
+Schedule lower_h100(double bytes, const std::string& per_thread) {
+  const platforms::Platform platform = platforms::load_platform("dgx-h100", {});
+  platforms::Allocation allocation;
+  for (int g = 0; g < 8; ++g) allocation.gpus.push_back(g);
+  AlgorithmOptions options;
+  if (!per_thread.empty()) options.extra["gpus_per_thread"] = per_thread;
+  const CollectiveContext ctx{platform, allocation, options};
+  return AlgorithmRegistry::instance().get("nccl").make()->lower({CollectiveOp::allreduce, 8, bytes, 0}, ctx);
+}
+
+// Later releases: the thread's 8 launch calls (4 us each) bound the loop's time per call and
+// delay nothing; the schedule is otherwise the one-thread-per-GPU schedule.
+TEST(NcclLaunch, LaterReleasesBoundTheLoopByTheThreadsLaunchCalls) {
+  const Schedule alone = lower_h100(1024, "");
+  const Schedule serial = lower_h100(1024, "8");
+  EXPECT_EQ(alone.issue_period, 0);
+  EXPECT_NEAR(serial.issue_period, 8 * 4e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(serial.launch_latency, alone.launch_latency);
+  EXPECT_EQ(serial.algorithm, alone.algorithm);
+  EXPECT_EQ(lower_h100(1024, "12").issue_period, serial.issue_period);   // bounded by the ranks
 }
 
 // One GPU per thread is one process or thread per GPU: no serialisation, the default.

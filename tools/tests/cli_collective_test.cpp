@@ -35,6 +35,22 @@ TEST(CliCollective, JsonHasTheNcclTestsKeysAndDefinitions) {
   EXPECT_NEAR(j["busbw_GBps"].get<double>(), j["algbw_GBps"].get<double>() * 2 * 7 / 8, 1e-9);
 }
 
+// nccl-tests -g 8 with a current NCCL: the thread's 8 launch calls (4 us each) bound a small
+// call's time in the back-to-back loop, both engines alike; a large call is the GPUs' time.
+TEST(CliCollective, OneThreadsLaunchCallsBoundSmallCallsOnly) {
+  const std::vector<std::string> serial = {"--algo", "nccl", "--algo-param", "gpus_per_thread=8"};
+  for (const char* engine : {"analytical", "event"}) {
+    auto with = [&](const char* size, bool per_thread) {
+      std::vector<std::string> args = {"dgx-h100", "--op", "allreduce", "--size", size, "--engine", engine};
+      if (per_thread) args.insert(args.end(), serial.begin(), serial.end());
+      return run_json(args)["time_s"].get<double>();
+    };
+    EXPECT_LT(with("1KiB", false), 32e-6) << engine;
+    EXPECT_DOUBLE_EQ(with("1KiB", true), 32e-6) << engine;
+    EXPECT_DOUBLE_EQ(with("1GiB", true), with("1GiB", false)) << engine;
+  }
+}
+
 TEST(CliCollective, EveryAlgorithmPassesTheCheckerThroughTheCli) {
   for (const char* algo : {"ring", "tree", "rhd", "direct", "nccl"}) {
     for (const char* op : {"allreduce", "broadcast"}) {
