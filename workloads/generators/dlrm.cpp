@@ -673,18 +673,28 @@ class DlrmBuilder {
             launch("embedding_sgd" + suffix(g), index_add_spec(lookup_batch_ * groups[g].pooling, groups[g]));
       } else {
         // NVIDIA DLE: scaler.unscale_(embedding_optimizer), then its step() without an inf check.
+        // Its JointSparseEmbedding holds all of a rank's tables in one parameter (one sparse
+        // gradient, so one op of each kind) when they share a width; else one per group.
         if (scaler) unscale_prologue("embedding");
-        for (std::size_t g = 0; g < groups.size(); ++g) {
-          const double values = values_of(groups[g]);
+        const bool joint = std::all_of(groups.begin(), groups.end(),
+                                       [&](const LookupGroup& g) { return g.dim == groups.front().dim; });
+        const auto update = [&](const std::string& tag, double values, double rows, const LookupGroup& like) {
           if (scaler) {
-            rank.cpu("grad_scaler.embedding.values" + suffix(g), c_.cpu_op_gap);
-            launch("embedding_grad_unscale" + suffix(g), pass_spec(values, 4, 4));
+            rank.cpu("grad_scaler.embedding.values" + tag, c_.cpu_op_gap);
+            launch("embedding_grad_unscale" + tag, pass_spec(values, 4, 4));
           }
           // PyTorch 1.x's sparse add_ scaled the values by -lr first ("FIXME: at some point we can
           // wrap the scale into indexAdd"), then index_add_.
-          launch("embedding_grad_scale_lr" + suffix(g), pass_spec(values, 4, 4));
-          launch("embedding_sgd" + suffix(g),
-                 index_add_spec(lookup_batch_ * groups[g].tables * groups[g].pooling, groups[g]));
+          launch("embedding_grad_scale_lr" + tag, pass_spec(values, 4, 4));
+          launch("embedding_sgd" + tag, index_add_spec(rows, like));
+        };
+        const auto rows_of = [&](const LookupGroup& g) { return lookup_batch_ * g.tables * g.pooling; };
+        if (joint && !groups.empty()) {
+          double values = 0, rows = 0;
+          for (const LookupGroup& g : groups) values += values_of(g), rows += rows_of(g);
+          update("", values, rows, groups.front());
+        } else {
+          for (std::size_t g = 0; g < groups.size(); ++g) update(suffix(g), values_of(groups[g]), rows_of(groups[g]), groups[g]);
         }
       }
     }

@@ -601,6 +601,30 @@ TEST_F(Dlrm, EagerOpsPayTheCpuOpGap) {
   for (const Op& o : graphed.program(0).ops) EXPECT_NE(o.kind, OpKind::cpu);
 }
 
+// DLE's JointSparseEmbedding keeps a rank's tables in one parameter: whatever the lookup
+// groups (tables of different sizes), one unscale, one -lr scaling and one index_add carry
+// every looked-up row of the rank.
+TEST_F(Dlrm, DleUpdatesARanksTablesAsOneSparseParameter) {
+  const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}",
+                                   "{global_batch: 1024, dtype: fp16, cuda_graphs: true, graph_scope: forward_backward, "
+                                   "embedding_gradient: sparse}"),
+                        "0,1");
+  bool some_rank_has_groups = false;
+  for (int r = 0; r < 2; ++r) {
+    double tables = 0;
+    for (const auto* k : kernels(t, r, "embedding_forward")) tables += k->param("tables");
+    some_rank_has_groups = some_rank_has_groups || kernels(t, r, "embedding_forward").size() > 1;
+    std::map<std::string, std::vector<const models::KernelSpec*>> by_name;
+    for (const Op& o : t.program(r).ops)
+      if (o.kind == OpKind::kernel) by_name[t.names[o.name]].push_back(&t.kernels[o.kernel]);
+    ASSERT_EQ(by_name["embedding_sgd"].size(), 1u) << "rank " << r;
+    EXPECT_DOUBLE_EQ(by_name["embedding_sgd"][0]->param("rows"), 1024 * tables) << "rank " << r;
+    EXPECT_EQ(by_name["embedding_grad_unscale"].size(), 1u) << "rank " << r;
+    EXPECT_EQ(by_name["embedding_grad_scale_lr"].size(), 1u) << "rank " << r;
+  }
+  EXPECT_TRUE(some_rank_has_groups) << "the case must split a rank's tables into lookup groups";
+}
+
 // In fp32 nothing is scaled: no GradScaler op, no host sync but the loop's own synchronize, no
 // cast; the fused default keeps one embedding_backward per group and the optimizer inside the
 // graph (no CPU launch).
