@@ -46,15 +46,19 @@ TEST(NcclLaunch, TwelveGpusPerThreadWaitElevenLaunchCalls) {
 // Under NCCL 2.4 the serial launches delay the collective and set no floor.
 TEST(NcclLaunch, Nccl24DelaysInsteadOfBoundingTheLoop) { EXPECT_EQ(lower_dgx2(12, "12").issue_period, 0); }
 
-/// An H100 node's 8 GPUs, `per_thread` GPUs per CPU thread, the release's defaults (HEAD).
-Schedule lower_h100(double bytes, const std::string& per_thread) {
+/// `op` of `bytes` over an H100 node's 8 GPUs with the nccl option `key=value` ("" = absent),
+/// the release's defaults (HEAD).
+Schedule lower_h100(CollectiveOp op, double bytes, const std::string& key, const std::string& value) {
   const platforms::Platform platform = platforms::load_platform("dgx-h100", {});
   platforms::Allocation allocation;
   for (int g = 0; g < 8; ++g) allocation.gpus.push_back(g);
   AlgorithmOptions options;
-  if (!per_thread.empty()) options.extra["gpus_per_thread"] = per_thread;
+  if (!value.empty()) options.extra[key] = value;
   const CollectiveContext ctx{platform, allocation, options};
-  return AlgorithmRegistry::instance().get("nccl").make()->lower({CollectiveOp::allreduce, 8, bytes, 0}, ctx);
+  return AlgorithmRegistry::instance().get("nccl").make()->lower({op, 8, bytes, 0}, ctx);
+}
+Schedule lower_h100(double bytes, const std::string& per_thread) {
+  return lower_h100(CollectiveOp::allreduce, bytes, "gpus_per_thread", per_thread);
 }
 
 // Later releases: the thread's 8 launch calls (4 us each) bound the loop's time per call and
@@ -85,13 +89,7 @@ TEST(NcclLaunch, RejectsWhatIsNotAPositiveInteger) {
 
 /// The same allgather with `caller=VALUE` ("" = option absent).
 Schedule lower_caller(const std::string& caller) {
-  const platforms::Platform platform = platforms::load_platform("dgx-h100", {});
-  platforms::Allocation allocation;
-  for (int g = 0; g < 8; ++g) allocation.gpus.push_back(g);
-  AlgorithmOptions options;
-  if (!caller.empty()) options.extra["caller"] = caller;
-  const CollectiveContext ctx{platform, allocation, options};
-  return AlgorithmRegistry::instance().get("nccl").make()->lower({CollectiveOp::allgather, 8, 8 * kMiB, 0}, ctx);
+  return lower_h100(CollectiveOp::allgather, 8 * kMiB, "caller", caller);
 }
 
 // One torch.distributed call: Lin et al.'s per-op host gap T1 (21 us) before NCCL launches;
