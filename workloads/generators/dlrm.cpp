@@ -884,8 +884,12 @@ class DlrmBuilder {
       notes.push_back("one process group: DDP's allreduces queue with the all-to-alls on the exchange's stream");
     if (c_.graph_forward_backward)
       notes.push_back(fmt::format("each iteration starts after the previous one's device sync: {:.0f} us of CPU work "
-                                  "(learning-rate scheduler, copies into the graph's inputs, graph launch)",
-                                  iteration_start_time() * 1e6));
+                                  "(learning-rate scheduler, copies into the graph's inputs, graph launch); it ends "
+                                  "with NVIDIA DLE's loop after the weight update: {}the loss sum, the next batch "
+                                  "copied host-to-device (labels, int64 indices, dense features) and "
+                                  "torch.cuda.synchronize",
+                                  iteration_start_time() * 1e6,
+                                  grad_scaler_outside_graph() ? "GradScaler's update, " : ""));
     if (c_.bottom_on_rank0 && n_ > 1 && plan_.kind != ShardingKind::data_parallel)
       notes.push_back("NVIDIA DLE's exchange copies (one read and write each): a rank's vectors concatenated before the "
                       "all-to-all, the received ones after it, the gradient split into contiguous pieces before the "
@@ -893,7 +897,7 @@ class DlrmBuilder {
     notes.push_back(std::string("not modelled: TorchRec's input all-to-all of indices (its pipeline overlaps it with the "
                                 "previous iteration; NVIDIA's loader reads each GPU's indices directly), ") +
                     (scaler || act_bytes_ == 4 ? "AMP's casts of the MLP weights" : "AMP casts and loss scaling") +
-                    (c_.graph_forward_backward ? ", the data loader" : ", the data loader and the host work between iterations"));
+                    (c_.graph_forward_backward ? ", the loader thread's reading of each batch" : ", the data loader and the host work between iterations"));
   }
 
   /// The rank of every table and each rank's embedding lookup bytes per iteration, in the
