@@ -130,6 +130,7 @@ void apply_link_calibration(const Calibration& calibration, NodeTemplate& node, 
     auto it = calibration.links.find(to_string(link.type));
     if (it == calibration.links.end()) continue;
     link.bandwidth *= it->second.bandwidth_scale;
+    link.two_way_bandwidth *= it->second.bandwidth_scale;
     link.latency *= it->second.latency_scale;
   }
   // The fabric's links are built from the NIC figures: scaling those scales every network link.

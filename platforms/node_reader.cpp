@@ -74,7 +74,8 @@ class NodeBuilder {
     for (std::size_t i = 0; i < list.size(); ++i) {
       const YAML::Node entry = list[i];
       const std::string path = "node.links[" + std::to_string(i) + "]";
-      reader_.check_keys(entry, path, {"between", "type", "bandwidth", "latency", "lanes", "name", "duplex"});
+      reader_.check_keys(entry, path,
+                         {"between", "type", "bandwidth", "latency", "lanes", "name", "duplex", "two_way_bandwidth"});
       Link proto;
       const std::string type = reader_.get_choice(reader_.require(entry, path, "type"), path + ".type", kLinkTypes);
       proto.type = static_cast<LinkType>(std::find(kLinkTypes.begin(), kLinkTypes.end(), type) - kLinkTypes.begin());
@@ -90,6 +91,16 @@ class NodeBuilder {
         proto.bandwidth = proto.lanes * gpu_.nvlink_bandwidth_per_link;
       } else {
         reader_.require(entry, path, "bandwidth");
+      }
+      if (entry["two_way_bandwidth"]) {
+        const std::string key = path + ".two_way_bandwidth";
+        proto.two_way_bandwidth = reader_.get_bandwidth(entry["two_way_bandwidth"], key);
+        if (!proto.half_duplex)
+          reader_.fail(key, entry["two_way_bandwidth"], "only a half-duplex link has a two-way total",
+                       "add `duplex: half`, or drop two_way_bandwidth (a full-duplex link carries `bandwidth` each way)");
+        if (proto.two_way_bandwidth > proto.bandwidth)
+          reader_.fail(key, entry["two_way_bandwidth"], "exceeds the link's bandwidth, which a half-duplex link shares "
+                       "between its directions", "give the measured total of both directions, at most `bandwidth`");
       }
       const YAML::Node between = reader_.require(entry, path, "between");
       if (!between.IsSequence() || between.size() != 2)

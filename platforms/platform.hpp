@@ -87,6 +87,11 @@ struct Link {
   /// Both directions share one capacity: a resource that is not a full-duplex wire, such as
   /// copies staged through host memory when GPU peer-to-peer is off.
   bool half_duplex = false;
+  /// Half duplex only: the total the resource carries while both directions are busy, where
+  /// that is less than one direction alone (`bandwidth`); 0: `bandwidth` either way. Linear
+  /// sharing cannot express this (one flow would be capped at the two-way total), so the
+  /// engines take it per schedule: a schedule that crosses the link both ways gets it.
+  BytesPerSecond two_way_bandwidth = 0;
 };
 
 /// @brief One server: GPUs, switches, CPUs, NICs and their links, node-local indices.

@@ -86,8 +86,12 @@ PlatformNetwork::PlatformNetwork(const std::vector<const PreparedSchedule*>& sch
           int& link = link_of[hop.link];
           if (link < 0) {
             const platforms::Link physical = platform->link(hop.link);
-            link = physical.half_duplex ? network_->add_shared_link(physical.bandwidth)
-                                        : network_->add_duplex_link(physical.bandwidth);
+            // A two-way total applies when any of the schedules crosses the link both ways.
+            const bool both_ways = std::any_of(schedules.begin(), schedules.end(), [&](const PreparedSchedule* s) {
+              return s->crosses_both_ways(hop.link);
+            });
+            const BytesPerSecond capacity = both_ways ? physical.two_way_bandwidth : physical.bandwidth;
+            link = physical.half_duplex ? network_->add_shared_link(capacity) : network_->add_duplex_link(capacity);
           }
           links.push_back({link, hop.forward});
         }

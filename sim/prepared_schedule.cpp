@@ -114,6 +114,7 @@ PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Place
           throw ConfigError(fmt::format("platform '{}': link '{}'", platform_.name(), link.name),
                             fmt::format("has latency {} s", link.latency),
                             "give every link a non-negative latency such as 0.7us");
+        if (link.two_way_bandwidth > 0 && p.wire_bytes > 0) directions_[hop.link] |= hop.forward ? 1 : 2;
       }
       prepared.steps.push_back(p);
     }
@@ -131,6 +132,11 @@ const platforms::Route& PreparedSchedule::relayed_route(int src, int via, int ds
   route = platform_.route(key[0], key[1]);
   platforms::append(route, platform_.route(key[1], key[2]));
   return route;
+}
+
+BytesPerSecond PreparedSchedule::link_capacity(int link) const {
+  const platforms::Link l = platform_.link(link);
+  return crosses_both_ways(link) ? l.two_way_bandwidth : l.bandwidth;
 }
 
 std::vector<LinkUsage> PreparedSchedule::link_usage() const {

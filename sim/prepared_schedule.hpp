@@ -64,6 +64,15 @@ class PreparedSchedule {
     return schedule_.protocol.step_latency + step.route->latency;
   }
 
+  /// @brief Whether the schedule moves bytes across `link` in both directions.
+  bool crosses_both_ways(int link) const {
+    auto it = directions_.find(link);
+    return it != directions_.end() && it->second == 3;
+  }
+  /// @brief The capacity `link` offers this schedule: its bandwidth, or its two-way total when
+  /// it has one (platforms::Link::two_way_bandwidth) and the schedule crosses it both ways.
+  BytesPerSecond link_capacity(int link) const;
+
   /// @brief Bytes per link and direction over the whole (expanded) schedule, ascending link
   /// id, links that carried nothing left out. Engine-independent: it is what the schedule moves.
   std::vector<LinkUsage> link_usage() const;
@@ -78,6 +87,8 @@ class PreparedSchedule {
   std::vector<PreparedRound> rounds_;
   /// Routes through a relaying GPU by (src, via, dst) vertex; std::map keeps them in place.
   std::map<std::array<int, 3>, platforms::Route> relayed_;
+  /// Links with a two-way total that the schedule crosses: bit 1 forward, bit 2 backward.
+  std::map<int, int> directions_;
 
   const platforms::Route& relayed_route(int src, int via, int dst);
 };

@@ -48,10 +48,14 @@ std::vector<LinkReport> link_reports(const ReplayCore& core, const ReplayPlan& p
     report.type = platforms::to_string(link.type);
     report.bytes_forward = directions.first;
     report.bytes_backward = directions.second;
-    // A half-duplex link has one capacity for both directions.
+    // A half-duplex link has one capacity for both directions (its two-way total when both
+    // carried bytes and it has one).
     const Bytes busiest = link.half_duplex ? directions.first + directions.second
                                            : std::max(directions.first, directions.second);
-    report.utilisation = iteration_time > 0 ? busiest / (link.bandwidth * iteration_time) : 0;
+    const BytesPerSecond capacity = link.two_way_bandwidth > 0 && directions.first > 0 && directions.second > 0
+                                        ? link.two_way_bandwidth
+                                        : link.bandwidth;
+    report.utilisation = iteration_time > 0 ? busiest / (capacity * iteration_time) : 0;
     reports.push_back(std::move(report));
   }
   return reports;

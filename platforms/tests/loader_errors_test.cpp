@@ -92,6 +92,12 @@ std::vector<Case> cases() {
       {"duplicate vertex", replace_line(7, "    - {name: gpu1, kind: pcie_switch}"), {}, {"bad.yaml: node.vertices[1].name (line 7)", "duplicate vertex name 'gpu1'"}},
       {"bad range", replace_line(6, "    - {name: \"gpu[1-0]\", kind: gpu}"), {}, {"bad.yaml: node.vertices[0].name (line 6)", "empty or negative"}},
       {"not a map", "- just\n- a list\n", {}, {"bad.yaml: (document) (line 1)", "expected a platform description"}},
+      {"two-way total on a full-duplex link",
+       replace_line(12, "    - {between: [nic0, sw], type: pcie, bandwidth: 15.75GBps, two_way_bandwidth: 8GBps, latency: 0.5us}"), {},
+       {"bad.yaml: node.links[2].two_way_bandwidth (line 12)", "only a half-duplex link", "add `duplex: half`"}},
+      {"two-way total above the bandwidth",
+       replace_line(12, "    - {between: [nic0, sw], type: pcie, bandwidth: 8GBps, two_way_bandwidth: 9GBps, duplex: half, latency: 0.5us}"),
+       {}, {"bad.yaml: node.links[2].two_way_bandwidth (line 12)", "exceeds the link's bandwidth", "at most `bandwidth`"}},
       {"multi-node without NIC", substitute(replace_line(8, "    - {name: cpu0, kind: cpu}"), "[nic0, sw]", "[cpu0, sw]"), {"nodes=2"},
        {"bad.yaml: node.vertices (line 6)", "2 nodes need NICs"}},
   };

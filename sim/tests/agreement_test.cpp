@@ -73,26 +73,40 @@ TEST(Agreement, RingAcrossNodesOfAFatTree) {
 namespace stepsim::sim::testing {
 namespace {
 
-TEST(Agreement, HalfDuplexLinkSharesOneCapacityBetweenDirections) {
-  // Two GPUs whose only path is a half-duplex staging link: an exchange in both directions
-  // at once gets half the capacity each, a one-way transfer all of it.
+/// Two GPUs whose only path is a half-duplex staging link of 10 GB/s (1 us), carrying
+/// `two_way` in total both ways (0: none).
+platforms::Platform staging_pair(double two_way) {
   platforms::NodeTemplate n;
   add_vertex(n, "gpu0", platforms::VertexKind::gpu);
   add_vertex(n, "gpu1", platforms::VertexKind::gpu);
   add_link(n, 0, 1, platforms::LinkType::pcie, 10e9, 1e-6);
   n.links.back().half_duplex = true;
-  const auto platform = make_platform(std::move(n));
+  n.links.back().two_way_bandwidth = two_way;
+  return make_platform(std::move(n));
+}
+
+/// On staging_pair(two_way), both engines: a 1 GB allgather exchanges in both directions at
+/// once and shares `both_ways_total`; the same with one step crosses one way at 10 GB/s.
+void expect_staging_times(double two_way, double both_ways_total) {
+  const auto platform = staging_pair(two_way);
   const double size = 1e9;
   models::Schedule exchange = ring_allgather(2, size);
   const auto allocation = first_gpus(2);
-  const double expected = 1e-6 + (size / 2) / (10e9 / 2);
-  EXPECT_NEAR(run_engine("analytical", exchange, platform, allocation).time, expected, 1e-9 * expected);
-  EXPECT_NEAR(run_engine("event", exchange, platform, allocation).time, expected, 1e-6 * expected);
-
-  exchange.rounds[0].steps.resize(1);   // one direction only: the whole capacity
+  const double both = 1e-6 + (size / 2) / (both_ways_total / 2);
+  for (const char* engine : {"analytical", "event"})
+    EXPECT_NEAR(run_engine(engine, exchange, platform, allocation).time, both, 1e-6 * both) << engine;
+  exchange.rounds[0].steps.resize(1);
   const double one_way = 1e-6 + (size / 2) / 10e9;
-  EXPECT_NEAR(run_engine("analytical", exchange, platform, allocation).time, one_way, 1e-9 * one_way);
+  for (const char* engine : {"analytical", "event"})
+    EXPECT_NEAR(run_engine(engine, exchange, platform, allocation).time, one_way, 1e-6 * one_way) << engine;
 }
+
+// An exchange in both directions at once gets half the capacity each, a one-way transfer all.
+TEST(Agreement, HalfDuplexLinkSharesOneCapacityBetweenDirections) { expect_staging_times(0, 10e9); }
+
+// Carrying 10 GB/s one way but 6 GB/s in total both ways: the exchange gets 3 GB/s each way,
+// the one-way transfer still 10 GB/s.
+TEST(Agreement, TwoWayTotalAppliesOnlyToSchedulesCrossingBothWays) { expect_staging_times(6e9, 6e9); }
 
 }  // namespace
 }  // namespace stepsim::sim::testing
