@@ -38,7 +38,7 @@ const std::vector<std::string>& calibrated_protocol_names() {
 }
 
 const std::vector<std::string>& calibrated_algorithm_names() {
-  static const std::vector<std::string> names = {"ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "p2p"};
+  static const std::vector<std::string> names = {"ring", "ring_chain", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "p2p"};
   return names;
 }
 

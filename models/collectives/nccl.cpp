@@ -258,9 +258,13 @@ class Nccl : public Algorithm {
     // A calibrated platform scales the protocol's achieved bandwidth (wire efficiency and
     // per-channel cap alike) and NCCL's latency estimate (platforms/calibration.hpp).
     const platforms::Calibration& calibration = ctx.platform.calibration;
+    // Broadcast and reduce run ring chains, kernels of their own (one step per chunk,
+    // BROADCAST/REDUCE_CHUNKSTEPS), so they have a factor of their own: ring_chain.
     const platforms::ProtocolCalibration& fitted = calibration.protocol(nccl::to_string(e.proto));
-    const double achieved = fitted.efficiency_scale *
-                            calibration.algorithm_efficiency_scale(p2p ? "p2p" : nccl::to_string(e.algo));
+    const std::string algo_key = p2p                             ? "p2p"
+                                 : chain && e.algo == Algo::ring ? "ring_chain"
+                                                                 : nccl::to_string(e.algo);
+    const double achieved = fitted.efficiency_scale * calibration.algorithm_efficiency_scale(algo_key);
     s.protocol.name = nccl::to_string(e.proto);
     s.protocol.efficiency = wire_efficiency(e.proto) * achieved;
     s.protocol.step_latency = nccl::handovers_per_step(spec.op, e.algo, e.proto, spec.bytes, sys, channels) *

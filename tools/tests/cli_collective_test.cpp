@@ -51,6 +51,19 @@ TEST(CliCollective, OneThreadsLaunchCallsBoundSmallCallsOnly) {
   }
 }
 
+// A calibrated ring_chain factor scales NCCL's broadcast and reduce (ring chains) and leaves
+// the ring collectives alone.
+TEST(CliCollective, RingChainFactorScalesOnlyBroadcastAndReduce) {
+  const std::string half = "calibration.algorithms.ring_chain.efficiency_scale=0.5";
+  auto busbw = [&](const char* op, bool calibrated) {
+    std::vector<std::string> args = {"dgx-a100", "--op", op, "--size", "4GiB"};
+    if (calibrated) args.insert(args.end(), {"-p", half});
+    return run_json(args)["busbw_GBps"].get<double>();
+  };
+  for (const char* op : {"broadcast", "reduce"}) EXPECT_NEAR(busbw(op, true) / busbw(op, false), 0.5, 0.02) << op;
+  for (const char* op : {"allreduce", "allgather"}) EXPECT_DOUBLE_EQ(busbw(op, true), busbw(op, false)) << op;
+}
+
 TEST(CliCollective, EveryAlgorithmPassesTheCheckerThroughTheCli) {
   for (const char* algo : {"ring", "tree", "rhd", "direct", "nccl"}) {
     for (const char* op : {"allreduce", "broadcast"}) {
