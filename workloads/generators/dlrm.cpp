@@ -457,9 +457,11 @@ class DlrmBuilder {
       rank.kernel("embedding_forward" + suffix(g), embedding("embedding_forward", groups[g], lookup_batch_));
       // PyTorch's embedding ops return the weights' fp32; under AMP the pooled rows are cast to
       // fp16 for the all-to-all (fused kernels such as FBGEMM's write fp16 directly).
-      if (sparse_gradient() && act_bytes_ < 4)
+      if (sparse_gradient() && act_bytes_ < 4 && !joint_sparse(groups))
         rank.kernel("embedding_output_cast" + suffix(g), pass_spec(values, 4, act_bytes_));
     }
+    if (joint_sparse(groups) && act_bytes_ < 4)
+      rank.kernel("embedding_output_cast", pass_spec(local_values, 4, act_bytes_));
     // PyTorch's per-table outputs are stacked into one tensor (a copy), then cast under AMP.
     if (c_.torch_embedding_bag && local_values > 0) {
       if (plan_.tables_of_rank[static_cast<std::size_t>(r)].size() > 1)
@@ -571,9 +573,11 @@ class DlrmBuilder {
     }
     if (plan_.kind != ShardingKind::data_parallel) buckets.flush();  // the bottom MLP's were the last
     const bool sparse = sparse_gradient();
-    // PyTorch's stacked gradient is cast back to the tables' type once.
+    // PyTorch's stacked gradient (DLE's joint one) is cast back to the tables' type once.
     if (c_.torch_embedding_bag && !groups.empty() && act_bytes_ < embedding_bytes)
       rank.kernel("embedding_grad_cast", pass_spec(local_values, act_bytes_, embedding_bytes));
+    if (joint_sparse(groups) && act_bytes_ < 4)
+      rank.kernel("embedding_grad_cast", pass_spec(local_values, act_bytes_, 4));
     for (std::size_t g = 0; g < groups.size(); ++g) {
       if (c_.torch_embedding_bag) {
         // nn.EmbeddingBag's sparse backward per table: an index_select of the pooled gradient by
@@ -586,7 +590,8 @@ class DlrmBuilder {
         // PyTorch's sparse COO gradient: the pooled gradient (cast back to the fp32 weights'
         // type under AMP), one row per lookup (a view for one-hot features, a copy for bags).
         const double pooled = lookup_batch_ * groups[g].tables * groups[g].dim;
-        if (act_bytes_ < 4) rank.kernel("embedding_grad_cast" + suffix(g), pass_spec(pooled, act_bytes_, 4));
+        if (act_bytes_ < 4 && !joint_sparse(groups))
+          rank.kernel("embedding_grad_cast" + suffix(g), pass_spec(pooled, act_bytes_, 4));
         if (groups[g].pooling > 1)
           rank.kernel("embedding_grad_rows" + suffix(g), pass_spec(pooled * groups[g].pooling, 4, 4));
       } else {
@@ -616,6 +621,13 @@ class DlrmBuilder {
   /// AMP's GradScaler unscales and reads its inf flag on the host, which a CUDA graph cannot hold.
   bool grad_scaler_outside_graph() const {
     return act_bytes_ < 4 && (!c_.cuda_graphs || c_.graph_forward_backward);
+  }
+
+  /// NVIDIA DLE's JointSparseEmbedding: a rank's tables (of one width) in one parameter, so its
+  /// casts and sparse update are one op each however many lookup groups the tables form.
+  bool joint_sparse(const std::vector<LookupGroup>& groups) const {
+    return sparse_gradient() && !c_.torch_embedding_bag && !groups.empty() &&
+           std::all_of(groups.begin(), groups.end(), [&](const LookupGroup& g) { return g.dim == groups.front().dim; });
   }
 
   bool sparse_gradient() const {
@@ -672,12 +684,9 @@ class DlrmBuilder {
           for (double t = 0; t < groups[g].tables; ++t)
             launch("embedding_sgd" + suffix(g), index_add_spec(lookup_batch_ * groups[g].pooling, groups[g]));
       } else {
-        // NVIDIA DLE: scaler.unscale_(embedding_optimizer), then its step() without an inf check.
-        // Its JointSparseEmbedding holds all of a rank's tables in one parameter (one sparse
-        // gradient, so one op of each kind) when they share a width; else one per group.
+        // NVIDIA DLE: scaler.unscale_(embedding_optimizer), then its step() without an inf check,
+        // once for the rank's joint parameter (joint_sparse), else once per group.
         if (scaler) unscale_prologue("embedding");
-        const bool joint = std::all_of(groups.begin(), groups.end(),
-                                       [&](const LookupGroup& g) { return g.dim == groups.front().dim; });
         const auto update = [&](const std::string& tag, double values, double rows, const LookupGroup& like) {
           if (scaler) {
             rank.cpu("grad_scaler.embedding.values" + tag, c_.cpu_op_gap);
@@ -689,7 +698,7 @@ class DlrmBuilder {
           launch("embedding_sgd" + tag, index_add_spec(rows, like));
         };
         const auto rows_of = [&](const LookupGroup& g) { return lookup_batch_ * g.tables * g.pooling; };
-        if (joint && !groups.empty()) {
+        if (joint_sparse(groups)) {
           double values = 0, rows = 0;
           for (const LookupGroup& g : groups) values += values_of(g), rows += rows_of(g);
           update("", values, rows, groups.front());

@@ -603,7 +603,7 @@ TEST_F(Dlrm, EagerOpsPayTheCpuOpGap) {
 
 // DLE's JointSparseEmbedding keeps a rank's tables in one parameter: whatever the lookup
 // groups (tables of different sizes), one unscale, one -lr scaling and one index_add carry
-// every looked-up row of the rank.
+// every looked-up row of the rank, and one cast each way its pooled rows.
 TEST_F(Dlrm, DleUpdatesARanksTablesAsOneSparseParameter) {
   const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}",
                                    "{global_batch: 1024, dtype: fp16, cuda_graphs: true, graph_scope: forward_backward, "
@@ -621,6 +621,11 @@ TEST_F(Dlrm, DleUpdatesARanksTablesAsOneSparseParameter) {
     EXPECT_DOUBLE_EQ(by_name["embedding_sgd"][0]->param("rows"), 1024 * tables) << "rank " << r;
     EXPECT_EQ(by_name["embedding_grad_unscale"].size(), 1u) << "rank " << r;
     EXPECT_EQ(by_name["embedding_grad_scale_lr"].size(), 1u) << "rank " << r;
+    // Its pooled rows are one tensor too: one fp16 cast forward, one fp32 cast backward.
+    for (const char* cast : {"embedding_output_cast", "embedding_grad_cast"}) {
+      ASSERT_EQ(by_name[cast].size(), 1u) << cast << " rank " << r;
+      EXPECT_DOUBLE_EQ(by_name[cast][0]->param("elements"), 1024 * tables * 16) << cast;
+    }
   }
   EXPECT_TRUE(some_rank_has_groups) << "the case must split a rank's tables into lookup groups";
 }
