@@ -611,6 +611,16 @@ int loop_count(CollectiveOp op, Algo algo, Proto proto, double bytes, const Nccl
       if (!chain) per_loop = sys.ranks;
       break;
     case Algo::tree:
+      if (proto == Proto::simple && op == CollectiveOp::allreduce) {
+        // enqueue.cc (every release since 2.4): TreeUpDown halves the 512 KiB step until each
+        // channel has 8x, 4x, 1x the tree's depth in chunks, down to 128, 64, 32 KiB; the depth
+        // is the node's chain plus the node tree (channel->tree.depth = nRanks/nNodes - 1 +
+        // log2i(nNodes)).
+        const double depth = std::max(1, sys.ppn) - 1 + log2i(std::max(1, sys.nodes));
+        while (std::floor(bytes / (nch * chunk)) < depth * 8 && chunk > 131072) chunk /= 2;
+        while (std::floor(bytes / (nch * chunk)) < depth * 4 && chunk > 65536) chunk /= 2;
+        while (std::floor(bytes / (nch * chunk)) < depth && chunk > 32768) chunk /= 2;
+      }
       if (proto == Proto::ll128) {
         const double ppn = std::max(1, sys.ppn);
         const double nsteps = 1 + log2i(sys.nodes) + 0.1 * ppn;

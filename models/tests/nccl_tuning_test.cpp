@@ -193,6 +193,11 @@ TEST(NcclLaunch, LoopCountsFollowCalcCollChunking) {
   // (576000 B) halves while bytes / (2 x chunk) < 1.8 x 64 / 8 = 14.4: 7 and 14 halve it to
   // 144000, where 29 stops; the second rule (< 3.6) does not bite: 8 MiB / 288000 -> 30 loops.
   EXPECT_EQ(loop_count(CollectiveOp::allreduce, Algo::tree, Proto::ll128, 8.0 * (1 << 20), h, 2), 30);
+  // Tree Simple on one 8-GPU node: depth 7 + log2(1) = 7. 4 MiB over 2 channels has 4 chunks of
+  // 512 KiB (< 56): 8, 16 (< 56) halve to 128 KiB, where the first rule stops; 16 < 28 halves
+  // to 64 KiB (32 chunks); 32 >= 7: 32 loops. 1 GiB keeps 512 KiB chunks: 1024 loops.
+  EXPECT_EQ(loop_count(CollectiveOp::allreduce, Algo::tree, Proto::simple, 4.0 * (1 << 20), h, 2), 32);
+  EXPECT_EQ(loop_count(CollectiveOp::allreduce, Algo::tree, Proto::simple, 1 << 30, h, 2), 1024);
 }
 
 TEST(NcclParse, NamesAndErrors) {
