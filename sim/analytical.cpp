@@ -145,7 +145,7 @@ CollectiveResult price(const PreparedSchedule& prepared, std::vector<std::vector
   std::vector<char> half_duplex(platform.link_count());
   for (int id = 0; id < platform.link_count(); ++id) {
     const platforms::Link link = platform.link(id);
-    link_bandwidth[id] = prepared.link_capacity(id);
+    link_bandwidth[id] = link_capacity(link, prepared.crosses_both_ways(id));
     half_duplex[id] = link.half_duplex;
   }
   std::vector<int> crossing(2 * link_bandwidth.size(), 0);

@@ -90,7 +90,7 @@ PlatformNetwork::PlatformNetwork(const std::vector<const PreparedSchedule*>& sch
             const bool both_ways = std::any_of(schedules.begin(), schedules.end(), [&](const PreparedSchedule* s) {
               return s->crosses_both_ways(hop.link);
             });
-            const BytesPerSecond capacity = both_ways ? physical.two_way_bandwidth : physical.bandwidth;
+            const BytesPerSecond capacity = link_capacity(physical, both_ways);
             link = physical.half_duplex ? network_->add_shared_link(capacity) : network_->add_duplex_link(capacity);
           }
           links.push_back({link, hop.forward});

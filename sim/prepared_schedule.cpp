@@ -134,11 +134,6 @@ const platforms::Route& PreparedSchedule::relayed_route(int src, int via, int ds
   return route;
 }
 
-BytesPerSecond PreparedSchedule::link_capacity(int link) const {
-  const platforms::Link l = platform_.link(link);
-  return crosses_both_ways(link) ? l.two_way_bandwidth : l.bandwidth;
-}
-
 std::vector<LinkUsage> PreparedSchedule::link_usage() const {
   // Indexed by link id: big schedules cross each link many times.
   std::vector<LinkUsage> by_link(static_cast<std::size_t>(platform_.link_count()));

@@ -40,6 +40,13 @@ struct PreparedRound {
   int repeat = 1;
 };
 
+/// @brief The capacity a link offers schedules that cross it `both_ways` or not: its bandwidth,
+/// or its two-way total when it has one (platforms::Link::two_way_bandwidth). Both engines
+/// size links with it.
+inline BytesPerSecond link_capacity(const platforms::Link& link, bool both_ways) {
+  return both_ways && link.two_way_bandwidth > 0 ? link.two_way_bandwidth : link.bandwidth;
+}
+
 class PreparedSchedule {
  public:
   /// @brief Validates `schedule` on `placement`; throws ConfigError on bad input.
@@ -69,9 +76,6 @@ class PreparedSchedule {
     auto it = directions_.find(link);
     return it != directions_.end() && it->second == 3;
   }
-  /// @brief The capacity `link` offers this schedule: its bandwidth, or its two-way total when
-  /// it has one (platforms::Link::two_way_bandwidth) and the schedule crosses it both ways.
-  BytesPerSecond link_capacity(int link) const;
 
   /// @brief Bytes per link and direction over the whole (expanded) schedule, ascending link
   /// id, links that carried nothing left out. Engine-independent: it is what the schedule moves.

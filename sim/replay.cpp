@@ -52,9 +52,7 @@ std::vector<LinkReport> link_reports(const ReplayCore& core, const ReplayPlan& p
     // carried bytes and it has one).
     const Bytes busiest = link.half_duplex ? directions.first + directions.second
                                            : std::max(directions.first, directions.second);
-    const BytesPerSecond capacity = link.two_way_bandwidth > 0 && directions.first > 0 && directions.second > 0
-                                        ? link.two_way_bandwidth
-                                        : link.bandwidth;
+    const BytesPerSecond capacity = link_capacity(link, directions.first > 0 && directions.second > 0);
     report.utilisation = iteration_time > 0 ? busiest / (capacity * iteration_time) : 0;
     reports.push_back(std::move(report));
   }
