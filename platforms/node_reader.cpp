@@ -51,7 +51,7 @@ class NodeBuilder {
     for (std::size_t i = 0; i < list.size(); ++i) {
       const YAML::Node entry = list[i];
       const std::string path = "node.vertices[" + std::to_string(i) + "]";
-      reader_.check_keys(entry, path, {"name", "kind", "socket", "reduces_in_network"});
+      reader_.check_keys(entry, path, {"name", "kind", "socket", "reduces_in_network", "pageable_copy_bandwidth"});
       Vertex proto;
       const std::string kind = reader_.get_choice(reader_.require(entry, path, "kind"), path + ".kind", kVertexKinds);
       proto.kind = static_cast<VertexKind>(std::find(kVertexKinds.begin(), kVertexKinds.end(), kind) -
@@ -59,6 +59,13 @@ class NodeBuilder {
       if (entry["socket"]) proto.socket = reader_.get_int(entry["socket"], path + ".socket", 0);
       if (entry["reduces_in_network"])
         proto.reduces_in_network = reader_.get_bool(entry["reduces_in_network"], path + ".reduces_in_network");
+      if (const YAML::Node rate = entry["pageable_copy_bandwidth"]) {
+        const std::string key = path + ".pageable_copy_bandwidth";
+        if (proto.kind != VertexKind::cpu)
+          reader_.fail(key, rate, "only a CPU (kind: cpu) copies pageable host memory",
+                       "move pageable_copy_bandwidth to the vertex of kind cpu");
+        proto.pageable_copy_bandwidth = reader_.get_bandwidth(rate, key);
+      }
       for (const std::string& name : expand(reader_, reader_.require(entry, path, "name"), path + ".name")) {
         Vertex v = proto;
         v.name = name;

@@ -75,6 +75,9 @@ struct Vertex {
   int local_gpu = -1;          ///< for GPUs: index within the node
   int socket = 0;              ///< CPU socket this vertex hangs off (for NCCL path types)
   bool reduces_in_network = false;  ///< NVSwitch with NVLink SHARP (NVLS) or a SHARP switch
+  /// CPUs: the rate of a host-device copy of pageable memory, which the driver stages through a
+  /// pinned buffer with the CPU copying every byte (0 = not given)
+  BytesPerSecond pageable_copy_bandwidth = 0;
 };
 
 struct Link {

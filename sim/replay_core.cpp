@@ -69,6 +69,7 @@ ReplayPlan::ReplayPlan(const workloads::Trace& trace, const Placement& placement
   for (int rank = trace.ranks - 1; rank >= 0; --rank)
     first_rank[static_cast<std::size_t>(trace.program_of_rank[static_cast<std::size_t>(rank)])] = rank;
   bool host_copies = false;
+  std::string pageable_copy;  ///< the first copy of pageable memory, for the error without a figure
   for (std::size_t p = 0; p < trace.programs.size(); ++p) {
     if (first_rank[p] < 0) continue;
     const std::vector<Op>& ops = trace.programs[p].ops;
@@ -82,6 +83,9 @@ ReplayPlan::ReplayPlan(const workloads::Trace& trace, const Placement& placement
                                       platform.gpu().name),
                           "give the GPU model an hbm_bandwidth");
       host_copies = host_copies || op.memcpy != workloads::MemcpyKind::device_to_device;
+      if (op.host_memory == workloads::HostMemory::pageable && pageable_copy.empty())
+        pageable_copy = fmt::format("{}: rank {}, op {} (memcpy{})", trace.origin, first_rank[p], i,
+                                    op.name >= 0 ? " '" + trace.names[static_cast<std::size_t>(op.name)] + "'" : "");
     }
   }
   if (!host_copies) return;
@@ -109,7 +113,16 @@ ReplayPlan::ReplayPlan(const workloads::Trace& trace, const Placement& placement
     const int cpu_vertex = node_index * vertices + cpu;
     const platforms::Route& to_host = platform.route(gpu_vertex, cpu_vertex);
     const platforms::Route& from_host = platform.route(cpu_vertex, gpu_vertex);
-    host_[static_cast<std::size_t>(rank)] = {{to_host.latency, to_host.bandwidth}, {from_host.latency, from_host.bandwidth}};
+    const BytesPerSecond pageable = node.vertices[static_cast<std::size_t>(cpu)].pageable_copy_bandwidth;
+    if (!pageable_copy.empty() && !(pageable > 0))
+      throw ConfigError(pageable_copy,
+                        fmt::format("the copy is of pageable host memory, which the driver stages through the CPU, "
+                                    "but platform '{}' gives its CPU '{}' no pageable_copy_bandwidth",
+                                    platform.name(), node.vertices[static_cast<std::size_t>(cpu)].name),
+                        "add pageable_copy_bandwidth to the platform's cpu vertices (validation/harness/torch/"
+                        "host_copy_sweep.py measures it), or copy from pinned memory");
+    host_[static_cast<std::size_t>(rank)] = {{to_host.latency, to_host.bandwidth, pageable},
+                                             {from_host.latency, from_host.bandwidth, pageable}};
   }
 }
 
@@ -129,7 +142,10 @@ Seconds ReplayPlan::duration(int rank, const Op& op) const {
         return 2 * op.bytes / placement_.platform.gpu().hbm_bandwidth;   // read and write HBM
       {
         const HostRoute& route = host_route(rank, op);
-        return route.latency + op.bytes / route.bandwidth;
+        const BytesPerSecond rate = op.host_memory == workloads::HostMemory::pageable
+                                        ? std::min(route.bandwidth, route.pageable)
+                                        : route.bandwidth;
+        return route.latency + op.bytes / rate;
       }
     default:
       return 0;

@@ -89,8 +89,10 @@ struct PlannedSchedule {
 /// once. A send/recv of `bytes` is a two-rank `sendrecv` schedule (algorithm "direct") with the
 /// single transfer sender -> receiver, once per (sender, receiver, bytes). A device-to-device
 /// memcpy reads and writes HBM: 2 bytes / hbm_bandwidth. A host copy crosses the platform route
-/// between the GPU and the CPU of its socket: route latency + bytes / route bandwidth; a
-/// platform without a CPU vertex is a ConfigError naming the op.
+/// between the GPU and the CPU of its socket: route latency + bytes / route bandwidth, and a copy
+/// of pageable memory at most the CPU's pageable_copy_bandwidth (the driver's staging); a
+/// platform without a CPU vertex, or without that figure for a pageable copy, is a ConfigError
+/// naming the op.
 class ReplayPlan {
  public:
   ReplayPlan(const workloads::Trace& trace, const Placement& placement);
@@ -110,6 +112,7 @@ class ReplayPlan {
   struct HostRoute {
     Seconds latency = 0;
     BytesPerSecond bandwidth = 0;
+    BytesPerSecond pageable = 0;  ///< the host CPU's pageable_copy_bandwidth
   };
   const HostRoute& host_route(int rank, const workloads::Op& op) const;
   const PlannedSchedule& add(models::Schedule schedule, platforms::Allocation allocation);

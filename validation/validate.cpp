@@ -16,6 +16,7 @@
 #include "platforms/units.hpp"
 #include "sim/collective_prediction.hpp"
 #include "sim/replay.hpp"
+#include "sim/replay_core.hpp"
 #include "workloads/workload.hpp"
 
 namespace stepsim::validation {
@@ -233,8 +234,9 @@ class FileValidator {
 
   Outcome copy(const Measurement& m, const std::string& where) {
     const std::string direction = m.text("direction");
+    if (direction == "h2d" || direction == "d2h") return host_copy(m, where, direction);
     if (direction != "d2d")
-      return Unmodelled{"copy " + direction, "only device-to-device copies are modelled (HBM read + write)"};
+      return Unmodelled{"copy " + direction, "copies between GPUs are timed as collectives (sendrecv), not as copies"};
     // A d2d copy reads and writes every byte once: the elementwise model's HBM roof with one
     // byte read and one written per element and no math.
     models::KernelSpec spec;
@@ -251,6 +253,36 @@ class FileValidator {
     c.measured_rate = cost.bytes / m.time_s / kGB;
     c.predicted_rate = cost.bytes / cost.time / kGB;
     c.model = cost.bound + "-bound";
+    return c;
+  }
+
+  /// A copy between the host and one GPU, priced as the replay prices a trace's memcpy op: the
+  /// route to the GPU's CPU, and for pageable memory at most that CPU's staging rate.
+  Outcome host_copy(const Measurement& m, const std::string& where, const std::string& direction) {
+    const bool to_device = direction == "h2d";
+    const std::string memory = m.text_or("host_memory", "pinned");
+    const platforms::Platform& p = platform(1);
+    const platforms::Allocation gpu =
+        platforms::parse_allocation(std::to_string(static_cast<int>(m.number_or(to_device ? "dst" : "src", 0))), p);
+    workloads::Trace trace;
+    trace.origin = where;
+    trace.ranks = 1;
+    trace.program_of_rank = {0};
+    workloads::Op op{.kind = workloads::OpKind::memcpy, .stream = 0, .bytes = m.number("size_bytes")};
+    op.memcpy = to_device ? workloads::MemcpyKind::host_to_device : workloads::MemcpyKind::device_to_host;
+    op.host_memory = memory == "pageable" ? workloads::HostMemory::pageable : workloads::HostMemory::pinned;
+    trace.programs.push_back(workloads::Program{.streams = {"copy"}, .events = {}, .ops = {op}});
+    const sim::ReplayPlan plan(trace, sim::Placement{p, gpu});
+    CaseResult c;
+    c.kind = "copy";
+    c.key = direction + " " + memory;
+    c.label = format_size(m.number("size_bytes"));
+    c.x = m.number("size_bytes");
+    c.measured_s = m.time_s;
+    c.predicted_s = plan.duration(0, op);
+    c.measured_rate = c.x / m.time_s / kGB;
+    c.predicted_rate = c.x / c.predicted_s / kGB;
+    c.model = memory == "pageable" ? "host staging" : "PCIe route";
     return c;
   }
 
@@ -378,7 +410,9 @@ std::vector<GroupSummary> collect(const std::vector<CaseResult>& cases, Bytes mi
       g.x_name = c.kind == "gemm" ? "FLOPs" : sized ? "size" : "";
       g.rate_name = c.kind == "collective"    ? "busbw (GB/s)"
                     : c.kind == "gemm"        ? "TFLOP/s"
-                    : c.kind == "copy"        ? "GB/s read + written"
+                    : c.kind == "copy"        ? (key == "d2d"   ? "GB/s read + written"
+                                                 : key == "all" ? "GB/s (d2d: read + written)"
+                                                                : "GB/s copied")
                     : c.kind == "compression" ? "GB/s of raw data"
                                               : "";
       g.headline_rule = c.kind == "collective"                        ? "sizes >= " + format_size(min_size)

@@ -162,6 +162,25 @@ class Validator {
             kGeneratorFix);
   }
 
+  // The CPU waits for a copy of pageable memory; the trace says so with the sync after it, so that
+  // every engine and the critical path see the wait as an op of its own.
+  void check_pageable_copy(int rank, int p, int i) const {
+    const Program& program = t_.programs[p];
+    const Op& op = program.ops[static_cast<std::size_t>(i)];
+    if (op.memcpy == MemcpyKind::device_to_device)
+      fail_op(rank, p, i, "a device-to-device copy has no host memory to be pageable",
+              "drop host_memory, or make the copy h2d or d2h");
+    const std::size_t next = static_cast<std::size_t>(i) + 1;
+    const bool synced = next < program.ops.size() && program.ops[next].kind == OpKind::sync &&
+                        program.ops[next].stream == op.stream && program.ops[next].event < 0;
+    if (!synced)
+      fail_op(rank, p, i,
+              "a copy of pageable host memory returns only once the driver has staged all of it, so the CPU waits "
+              "for it, and the op after it is not a sync on its stream",
+              fmt::format("add `{{sync: stream, stream: {}}}` right after it, or copy from pinned memory",
+                          program.streams[static_cast<std::size_t>(op.stream)]));
+  }
+
   void check_event(int rank, int p, int i, int event, const std::vector<bool>& recorded, const char* verb) const {
     const Program& program = t_.programs[p];
     if (event < 0 || event >= static_cast<int>(program.events.size()))
@@ -219,6 +238,7 @@ class Validator {
           check_stream(rank, p, i, op.stream, false);
           if (!(op.bytes > 0) || !std::isfinite(op.bytes))
             fail_op(rank, p, i, fmt::format("size must be > 0, got {} bytes", op.bytes), "give a positive size");
+          if (op.host_memory == HostMemory::pageable) check_pageable_copy(rank, p, i);
           break;
         case OpKind::cpu:
           if (!std::isfinite(op.duration) || op.duration < 0)

@@ -49,6 +49,10 @@ enum class OpKind : std::uint8_t { kernel, collective, send, recv, memcpy, cpu, 
 const char* to_string(OpKind kind);
 
 enum class MemcpyKind : std::uint8_t { host_to_device, device_to_host, device_to_device };
+/// Where a host copy's host buffer lives: pinned memory is DMA'd directly; pageable memory is
+/// staged by the driver through a pinned buffer, the CPU copying every byte, so the call
+/// returns only once the copy is done and a trace follows it with a sync on its stream.
+enum class HostMemory : std::uint8_t { pinned, pageable };
 
 struct Op {
   OpKind kind = OpKind::kernel;
@@ -60,6 +64,7 @@ struct Op {
   int peer = -1;            ///< send / recv: the other rank (global)
   Bytes bytes = 0;          ///< send / recv / memcpy
   MemcpyKind memcpy = MemcpyKind::device_to_device;
+  HostMemory host_memory = HostMemory::pinned;  ///< memcpy h2d / d2h
   int event = -1;           ///< record / wait: Program::events index; sync: the event, or -1
 };
 

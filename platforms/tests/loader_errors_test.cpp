@@ -98,6 +98,10 @@ std::vector<Case> cases() {
       {"two-way total above the bandwidth",
        replace_line(12, "    - {between: [nic0, sw], type: pcie, bandwidth: 8GBps, two_way_bandwidth: 9GBps, duplex: half, latency: 0.5us}"),
        {}, {"bad.yaml: node.links[2].two_way_bandwidth (line 12)", "exceeds the link's bandwidth", "at most `bandwidth`"}},
+      {"pageable copy rate on a GPU", replace_line(6, "    - {name: \"gpu[0-1]\", kind: gpu, pageable_copy_bandwidth: 10GBps}"), {},
+       {"bad.yaml: node.vertices[0].pageable_copy_bandwidth (line 6)", "only a CPU", "vertex of kind cpu"}},
+      {"zero pageable copy rate", replace_line(8, "    - {name: cpu0, kind: cpu, pageable_copy_bandwidth: 0GBps}"), {},
+       {"bad.yaml: node.vertices[2].pageable_copy_bandwidth (line 8)", "must be > 0"}},
       {"multi-node without NIC", substitute(replace_line(8, "    - {name: cpu0, kind: cpu}"), "[nic0, sw]", "[cpu0, sw]"), {"nodes=2"},
        {"bad.yaml: node.vertices (line 6)", "2 nodes need NICs"}},
   };

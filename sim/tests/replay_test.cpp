@@ -359,6 +359,41 @@ TEST_F(ReplayTest, MemcpyCosts) {
   expect_close(p.iteration_time, kLaunch + d2d + route.latency + 1e9 / route.bandwidth);
 }
 
+// A copy of pageable memory runs at the CPU's staging rate (below dgx-a100's PCIe route) and
+// holds the CPU: the sync after it ends with the copy, so the next launch comes after it.
+TEST_F(ReplayTest, PageableCopyHoldsTheCpuAtTheHostsStagingRate) {
+  TraceBuilder b(1, kLaunch, kGap);
+  b.memcpy(0, "input", "upload", MemcpyKind::host_to_device, 1e9);
+  b.trace().programs[0].ops.back().host_memory = workloads::HostMemory::pageable;
+  b.sync(0, "input", "", "upload.staged");
+  b.kernel(0, "compute", "k", 1e-3);
+  const Prediction p = run(b.trace());
+  int cpu0 = -1;
+  for (int v = 0; v < platform_.vertex_count(); ++v)
+    if (platform_.vertex(v).name == "cpu0" && platform_.node_of_vertex(v) == 0) cpu0 = v;
+  const platforms::Route& route = platform_.route(cpu0, platform_.gpu_vertex(0));
+  const BytesPerSecond staging = platform_.vertex(cpu0).pageable_copy_bandwidth;
+  ASSERT_GT(staging, 0);
+  ASSERT_LT(staging, route.bandwidth);
+  expect_close(p.iteration_time, kLaunch + route.latency + 1e9 / staging + kLaunch + 1e-3);
+
+  // A host without the figure cannot price the copy: an error naming the op and the key.
+  std::string yaml = platforms::platform_text("dgx-a100").text;
+  for (std::size_t at; (at = yaml.find(", pageable_copy_bandwidth: 10.98GBps")) != std::string::npos;)
+    yaml.erase(at, std::string(", pageable_copy_bandwidth: 10.98GBps").size());
+  const platforms::Platform bare = platforms::parse_platform(yaml, "bare.yaml");
+  platforms::Allocation one = platforms::parse_allocation("0", bare);
+  try {
+    replay(b.trace(), Placement{bare, one}, {});
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("rank 0, op 0 (memcpy 'upload')"), std::string::npos) << message;
+    EXPECT_NE(message.find("no pageable_copy_bandwidth"), std::string::npos) << message;
+    EXPECT_NE(message.find("add pageable_copy_bandwidth to the platform's cpu vertices"), std::string::npos) << message;
+  }
+}
+
 TEST_F(ReplayTest, KernelSpecsArePricedByTheKernelModels) {
   models::KernelSpec spec;
   spec.kind = "gemm";

@@ -99,7 +99,7 @@ TEST(Validate, KindsWithNoModelAreCountedNotDropped) {
       make("kernel", 1e-5, {}, {{"name", "ncclKernel<AllGather>"}}),
       make("kernel", 2e-5, {}, {{"name", "gemm_kernel"}}),
       make("compression", 1e-5, {{"size_bytes", 1 << 20}}, {{"codec", "lz4"}, {"direction", "compress"}}),
-      make("copy", 1e-3, {{"size_bytes", 1 << 30}}, {{"direction", "h2d"}}),
+      make("copy", 1e-3, {{"size_bytes", 1 << 30}, {"src", 0}, {"dst", 1}}, {{"direction", "p2p"}}),
       make("embedding", 1e-3, {{"rows", 1e6}, {"dim", 128}, {"pooling", 20}, {"batch", 2048}, {"tables", 8}},
            {{"dtype", "fp32"}, {"distribution", "zipf"}}),
       make("collective", 1e-5, {{"size_bytes", 1 << 20}, {"ranks", 1}}, {{"op", "allreduce"}}),
@@ -111,7 +111,7 @@ TEST(Validate, KindsWithNoModelAreCountedNotDropped) {
   EXPECT_EQ(r.not_modelled.at("kernel").where,
             (std::vector<std::string>{"cases.yaml: measurements[1]", "cases.yaml: measurements[2]"}));
   EXPECT_EQ(r.not_modelled.at("compression lz4").count, 1);
-  EXPECT_EQ(r.not_modelled.at("copy h2d").count, 1);
+  EXPECT_EQ(r.not_modelled.at("copy p2p").count, 1);
   EXPECT_EQ(r.not_modelled.at("embedding zipf").count, 1);
   EXPECT_EQ(r.not_modelled.at("collective on 1 rank").count, 1);
   for (const auto& [key, n] : r.not_modelled) EXPECT_FALSE(n.reason.empty()) << key;
@@ -150,6 +150,37 @@ TEST(Validate, GemmAndCopyUseTheComputeModels) {
   EXPECT_NEAR(copy.predicted_rate * 1e9 * copy.predicted_s, 2.0 * (1 << 30), 1e-3);
   EXPECT_GT(copy.predicted_s, 2.0 * (1 << 30) / p.gpu().hbm_bandwidth);
   EXPECT_EQ(copy.model, "memory-bound");
+}
+
+// Host copies cross the route between the GPU and its socket's CPU; a copy of pageable memory
+// runs no faster than that CPU's staging (dgx-h100: 63 GB/s PCIe links, 10.98 GB/s staging).
+TEST(Validate, HostCopiesArePricedByTheRouteAndTheHostsStaging) {
+  MeasurementFile f = file_of({
+      make("copy", 1e-3, {{"size_bytes", 1 << 26}}, {{"direction", "h2d"}}),
+      make("copy", 1e-3, {{"size_bytes", 1 << 26}}, {{"direction", "h2d"}, {"host_memory", "pageable"}}),
+      make("copy", 1e-3, {{"size_bytes", 1 << 26}, {"src", 6}}, {{"direction", "d2h"}, {"host_memory", "pageable"}}),
+  });
+  ValidateOptions o;
+  o.platform = "dgx-h100";
+  const ValidationResult r = validate({f}, o);
+  ASSERT_EQ(r.cases.size(), 3u);
+  const platforms::Platform p = platforms::load_platform("dgx-h100");
+  int cpu0 = -1, cpu1 = -1;
+  for (int v = 0; v < p.vertex_count(); ++v) {
+    if (p.vertex(v).name == "cpu0") cpu0 = v;
+    if (p.vertex(v).name == "cpu1") cpu1 = v;
+  }
+  const platforms::Route& to_gpu0 = p.route(cpu0, p.gpu_vertex(0));
+  const platforms::Route& from_gpu6 = p.route(p.gpu_vertex(6), cpu1);  // GPU 6 hangs off socket 1
+  const double bytes = 1 << 26;
+  EXPECT_DOUBLE_EQ(r.cases[0].predicted_s, to_gpu0.latency + bytes / to_gpu0.bandwidth);
+  EXPECT_DOUBLE_EQ(to_gpu0.bandwidth, 63e9);
+  EXPECT_DOUBLE_EQ(r.cases[1].predicted_s, to_gpu0.latency + bytes / 10.98e9);
+  EXPECT_DOUBLE_EQ(r.cases[2].predicted_s, from_gpu6.latency + bytes / 10.98e9);
+  EXPECT_EQ(r.cases[0].key, "h2d pinned");
+  EXPECT_EQ(r.cases[1].key, "h2d pageable");
+  EXPECT_EQ(r.cases[2].key, "d2h pageable");
+  EXPECT_DOUBLE_EQ(r.cases[1].predicted_rate, bytes / r.cases[1].predicted_s / 1e9);  // one way: GB/s copied
 }
 
 // kernel: torch prices PyTorch's nn.EmbeddingBag kernel, one launch per table, forward only.

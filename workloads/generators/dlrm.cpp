@@ -146,8 +146,9 @@ class RankBuilder {
   void cpu(const std::string& name, Seconds duration) {
     p_.ops.push_back(Op{.kind = OpKind::cpu, .name = tb_.name(name), .duration = duration});
   }
-  /// A host-to-device copy on `stream` (named on first use).
-  void upload(const std::string& stream, const std::string& name, Bytes bytes) {
+  /// A host-to-device copy on `stream` (named on first use); from pageable memory the CPU then
+  /// waits for it (the driver stages it).
+  void upload(const std::string& stream, const std::string& name, Bytes bytes, HostMemory memory) {
     gap();
     auto it = std::find(p_.streams.begin(), p_.streams.end(), stream);
     if (it == p_.streams.end()) it = p_.streams.insert(p_.streams.end(), stream);
@@ -157,7 +158,10 @@ class RankBuilder {
     op.name = tb_.name(name);
     op.bytes = bytes;
     op.memcpy = MemcpyKind::host_to_device;
+    op.host_memory = memory;
     p_.ops.push_back(op);
+    if (memory == HostMemory::pageable)
+      p_.ops.push_back(Op{.kind = OpKind::sync, .stream = op.stream, .name = tb_.name(name + ".staged"), .event = -1});
   }
   /// The CPU waits for the whole device (a GPU value read on the host).
   void device_sync(const std::string& name) {
@@ -723,8 +727,9 @@ class DlrmBuilder {
 
   /// The rest of NVIDIA DLE's loop (main.py, dlrm/data/utils.py prefetcher): `moving_loss +=
   /// loss`, then next(batch_iter) waits for the side stream, takes the next batch from the
-  /// loader thread and copies each of its tensors to the GPU on a side stream (pageable memory,
-  /// one record_stream each; the dense features cast to fp32 there), then
+  /// loader thread and copies each of its tensors to the GPU on a side stream (pageable memory, so
+  /// each copy holds the CPU until it is done; one record_stream each; the dense features cast
+  /// to fp32 there), then
   /// torch.cuda.synchronize(). A rank copies the labels of the global batch, its tables' int64
   /// indices for the global batch and, where the bottom MLP runs, the fp16 dense features.
   template <typename Launch>
@@ -734,7 +739,7 @@ class DlrmBuilder {
     rank.cpu("loader.next", c_.cpu_op_gap);
     const auto upload = [&](const std::string& name, Bytes bytes) {
       rank.cpu(name + ".launch", c_.cpu_op_gap + LaunchModel{}.cpu_launch);
-      rank.upload("input", name, bytes);
+      rank.upload("input", name, bytes, HostMemory::pageable);
       rank.cpu(name + ".record_stream", c_.cpu_op_gap);
     };
     upload("input.labels", c_.global_batch * 4.0);

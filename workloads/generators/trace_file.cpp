@@ -642,13 +642,17 @@ class TraceParser {
   }
 
   void read_memcpy(const OpNode& in, const Program& program, Op& op) {
-    reader_.check_keys(in.node, in.path, {"memcpy", "stream", "name", "size"});
+    reader_.check_keys(in.node, in.path, {"memcpy", "stream", "name", "size", "host_memory"});
     const Value direction = required(in, "memcpy");
     const std::string text = reader_.get_choice(direction.node, direction.path, {"h2d", "d2h", "d2d"});
     op.kind = OpKind::memcpy;
     op.memcpy = text == "h2d"   ? MemcpyKind::host_to_device
                 : text == "d2h" ? MemcpyKind::device_to_host
                                 : MemcpyKind::device_to_device;
+    if (const std::optional<Value> memory = field(in, "host_memory"))
+      op.host_memory = reader_.get_choice(memory->node, memory->path, {"pinned", "pageable"}) == "pageable"
+                           ? HostMemory::pageable
+                           : HostMemory::pinned;
     op.bytes = read_positive_size(required(in, "size"));
     op.stream = read_stream(in, program);
     op.name = read_name(in, "memcpy " + text);

@@ -523,6 +523,12 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
   for (std::size_t i = 1; i < p.ops.size(); ++i) {
     if (p.ops[i].kind == OpKind::memcpy) {
       EXPECT_EQ(p.ops[i].memcpy, MemcpyKind::host_to_device);
+      // From the loader's pageable memory: the CPU waits for the copy on its stream.
+      EXPECT_EQ(p.ops[i].host_memory, HostMemory::pageable);
+      ASSERT_LT(i + 1, p.ops.size());
+      EXPECT_EQ(p.ops[i + 1].kind, OpKind::sync);
+      EXPECT_EQ(p.ops[i + 1].stream, p.ops[i].stream);
+      EXPECT_EQ(p.ops[i + 1].event, -1);
       uploaded += p.ops[i].bytes;
       ++uploads;
     }
@@ -636,8 +642,8 @@ TEST_F(Dlrm, DleUpdatesARanksTablesAsOneSparseParameter) {
   EXPECT_TRUE(some_rank_has_groups) << "the case must split a rank's tables into lookup groups";
 }
 
-// In fp32 nothing is scaled: no GradScaler op, no host sync but the loop's own synchronize, no
-// cast; the fused default keeps one embedding_backward per group and the optimizer inside the
+// In fp32 nothing is scaled: no GradScaler op, no host sync but the loop's own synchronize and
+// the waits for its pageable uploads, no cast; the fused default keeps one embedding_backward per group and the optimizer inside the
 // graph (no CPU launch).
 TEST_F(Dlrm, Fp32AndFusedDefaultsAddNoHostWork) {
   const Trace fp32 = parse(small_dlrm("{rows: [100]}",
@@ -648,7 +654,9 @@ TEST_F(Dlrm, Fp32AndFusedDefaultsAddNoHostWork) {
     for (const std::string& n : op_names(fp32, r)) {
       EXPECT_EQ(n.find("grad_scaler"), std::string::npos) << n;
       EXPECT_EQ(n.find("unscale"), std::string::npos) << n;
-      if (n.rfind("sync:", 0) == 0) EXPECT_EQ(n, "sync:torch.cuda.synchronize");
+      if (n.rfind("sync:", 0) == 0 && n != "sync:torch.cuda.synchronize") {
+        EXPECT_EQ(n.substr(n.size() - 7), ".staged") << n;
+      }
       EXPECT_EQ(n.find("embedding_grad_cast"), std::string::npos) << n;
       EXPECT_EQ(n.find("embedding_output_cast"), std::string::npos) << n;
     }

@@ -89,6 +89,10 @@ def parse_args():
     p.add_argument("--alpha", type=float, default=1.05, help="Zipf exponent (with --distribution zipf)")
     p.add_argument("--precision", choices=["amp", "fp32"], default="amp",
                    help="amp: autocast fp16 + GradScaler (DLE's --amp); fp32: no autocast, no scaler")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="NVIDIA DLE's loop (one GPU): forward and backward replayed from a CUDA graph, the weight "
+                        "update eager after it, the next batch copied from host memory on a side stream, a device "
+                        "sync per iteration")
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--steps", type=int, default=20, help="timed iterations")
     p.add_argument("--warmup", type=int, default=5, help="untimed iterations first")
@@ -114,13 +118,103 @@ def draw_indices(rows, batches, batch, a, generator):
     return torch.searchsorted(cdf, u).clamp_(max=rows - 1)
 
 
+def prefetcher(host, stream):
+    """NVIDIA DLE's prefetcher (dlrm/data/utils.py): yields a batch once the side stream has copied it,
+    after starting the next one's copies there. The loader's host tensors (numerical fp16, categorical
+    int64, labels fp32; pageable) go to the GPU, the numerical ones cast to fp32 there, with one
+    record_stream each."""
+    numerical, categorical, labels = host
+    consumer = torch.cuda.current_stream()
+
+    def load(i):
+        with torch.cuda.stream(stream):
+            copies = [tensor.to("cuda", non_blocking=True) for tensor in (labels[i], categorical[i], numerical[i])]
+            copies[2] = copies[2].float()
+            for copy in copies:
+                copy.record_stream(consumer)
+            return copies[2], copies[1], copies[0]
+
+    i = 0
+    upcoming = load(i)
+    while True:
+        consumer.wait_stream(stream)
+        batch = upcoming
+        i = (i + 1) % len(labels)
+        upcoming = load(i)
+        yield batch
+
+
+def dle_loop(a, tables, dense, scaler, dense_sgd, sparse_sgd, host, losses):
+    """One iteration of NVIDIA DLE's training loop with --cuda_graphs (dlrm/scripts/main.py at 00100f20):
+    next(batch_iter) (the prefetcher), torch.cuda.synchronize(), the learning-rate scheduler, the batch
+    copied into the graph's static inputs, graph.replay() of forward_backward (the embedding lookups,
+    MLPs, loss and scaled backward), then weight_update() eagerly (GradScaler.step on both optimizers and
+    its update) and moving_loss += loss. Returns the iteration as a function."""
+    amp = a.precision == "amp"
+    batches = prefetcher(host, torch.cuda.Stream())
+    numerical, categorical, labels = next(batches)
+    static_numerical, static_categorical, static_labels = numerical.clone(), categorical.clone(), labels.clone()
+
+    def forward_backward():
+        # cache_enabled=False: autocast's weight-cast cache cannot outlive a capture.
+        with torch.autocast("cuda", dtype=torch.float16, enabled=amp, cache_enabled=False):
+            local = torch.stack([bag(static_categorical[t]) for t, bag in enumerate(tables)], dim=1)
+            if amp:
+                local = local.to(torch.float16)
+            logits = dense(static_numerical, local)
+        loss = F.binary_cross_entropy_with_logits(logits.float(), static_labels)
+        scaler.scale(loss).backward()
+        return loss.detach()
+
+    def weight_update():
+        scaler.step(dense_sgd)
+        scaler.step(sparse_sgd)
+        scaler.update()
+
+    def zero_grad():
+        dense_sgd.zero_grad(set_to_none=True)
+        sparse_sgd.zero_grad(set_to_none=True)
+
+    # Warm-up on a side stream before the capture (autograd, GradScaler's state, cuBLAS handles),
+    # then the gradients dropped so that the captured backward allocates them in the graph's pool.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            zero_grad()
+            forward_backward()
+            weight_update()
+    torch.cuda.current_stream().wait_stream(side)
+    zero_grad()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_loss = forward_backward()
+    moving_loss = torch.zeros((), device="cuda")
+
+    def step():
+        numerical, categorical, labels = next(batches)
+        torch.cuda.synchronize()
+        for group in dense_sgd.param_groups + sparse_sgd.param_groups:  # the learning-rate scheduler
+            group["lr"] = a.lr
+        static_numerical.copy_(numerical)
+        static_categorical.copy_(categorical)
+        static_labels.copy_(labels)
+        graph.replay()
+        weight_update()
+        moving_loss.add_(static_loss)
+        if not losses:
+            losses.append(static_loss.clone())
+
+    return step, static_loss
+
+
 def run_values(a):
     """The run's workload keys as stepsim names them (docs/dlrm.md), for the -p overrides."""
     values = {"training.global_batch": a.global_batch, "training.dtype": "fp16" if a.precision == "amp" else "fp32",
               "training.embedding_dtype": "fp32", "training.embedding_gradient": "sparse",
               "model.interaction_kernel": "gemm", "model.interaction_pad_to": 1, "model.mlp_epilogue": "torch",
               "model.embedding_kernel": "torch",
-              "training.optimizer": "sgd", "training.cuda_graphs": False,
+              "training.optimizer": "sgd", "training.cuda_graphs": a.cuda_graph,
               "training.ddp_bucket": "25MiB",
               "sharding.plan": "table_wise", "sharding.planner": "naive", "sharding.bottom_mlp": "data_parallel",
               "sharding.process_groups": "separate",
@@ -141,6 +235,8 @@ def main():
     if a.global_batch % world or world > len(rows):
         raise SystemExit(f"dlrm_iteration: --global-batch {a.global_batch} must divide by the {world} GPUs, and "
                          f"every GPU needs a table (at most {len(rows)} GPUs)")
+    if a.cuda_graph and world > 1:
+        raise SystemExit("dlrm_iteration: --cuda-graph runs on one GPU (DDP and the all-to-all are not captured)")
     b = a.global_batch // world
     mine = common.tables_of_rank(len(rows), world, rank)
 
@@ -167,36 +263,42 @@ def main():
     data = torch.Generator(device="cuda").manual_seed(a.seed * 1000 + 999 + rank)
     features = torch.randn((batches, b, dense_features), device="cuda", generator=data)
     labels = torch.randint(2, (batches, b), device="cuda", generator=data).float()
-    counter = [0]
     losses = []
+    if a.cuda_graph:
+        host = (features.half().cpu(), torch.stack(indices, dim=1).cpu(), labels.cpu())  # pageable, as DLE's loader
+        del features, indices, labels
+        step, graph_loss = dle_loop(a, tables, dense, scaler, dense_sgd, sparse_sgd, host, losses)
+    else:
+        counter = [0]
 
-    def step():
-        i = counter[0] % batches
-        counter[0] += 1
-        with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
-            # Lookups of this rank's tables for the whole global batch, cast to fp16 under AMP (DLE).
-            local = torch.stack([bag(idx[i]) for bag, idx in zip(tables, indices)], dim=1)
-            if amp:
-                local = local.to(torch.float16)
-            if world > 1:
-                flat = AllToAll.apply(local.reshape(-1), send, receive, embedding_group)
-                parts = flat.split(receive)
-                pooled = torch.cat([part.view(b, w, dim) for part, w in zip(parts, widths)], dim=1)
-            else:
-                pooled = local
-            logits = dense(features[i], pooled)
-        loss = F.binary_cross_entropy_with_logits(logits.float(), labels[i])
-        scaler.scale(loss).backward()
-        scaler.step(dense_sgd)
-        scaler.step(sparse_sgd)
-        scaler.update()
-        dense_sgd.zero_grad(set_to_none=True)
-        sparse_sgd.zero_grad(set_to_none=True)
-        losses.append(loss.detach())
-
+        def step():
+            i = counter[0] % batches
+            counter[0] += 1
+            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                # Lookups of this rank's tables for the whole global batch, cast to fp16 under AMP (DLE).
+                local = torch.stack([bag(idx[i]) for bag, idx in zip(tables, indices)], dim=1)
+                if amp:
+                    local = local.to(torch.float16)
+                if world > 1:
+                    flat = AllToAll.apply(local.reshape(-1), send, receive, embedding_group)
+                    parts = flat.split(receive)
+                    pooled = torch.cat([part.view(b, w, dim) for part, w in zip(parts, widths)], dim=1)
+                else:
+                    pooled = local
+                logits = dense(features[i], pooled)
+            loss = F.binary_cross_entropy_with_logits(logits.float(), labels[i])
+            scaler.scale(loss).backward()
+            scaler.step(dense_sgd)
+            scaler.step(sparse_sgd)
+            scaler.update()
+            dense_sgd.zero_grad(set_to_none=True)
+            sparse_sgd.zero_grad(set_to_none=True)
+            losses.append(loss.detach())
     times = runtime.time_steps(step, a.warmup, a.steps)
     peak_gib = torch.cuda.max_memory_allocated() / 2**30
     trace = runtime.profile_step(step, a.trace, write=rank == 0)
+    if a.cuda_graph:
+        losses.append(graph_loss.clone())
     if rank == 0:
         write_outputs(a, world, rows, preset, times, peak_gib, trace, losses, scaler.get_scale())
     dist.barrier()
@@ -207,13 +309,15 @@ def write_outputs(a, world, rows, preset, times, peak_gib, trace, losses, scale)
     out = Path(a.out)
     workload = a.workload
     # `-p` can neither set list entries (YamlReader::apply_override) nor remove a key, so the capped
-    # tables and the eager run's lack of a CUDA graph (graph_scope needs one) go into a workload file
-    # beside the measurement: the preset with `rows` replaced and `training.graph_scope` dropped.
-    described = common.drop_preset_scalar(common.replace_preset_list(preset, "rows", rows), "training.graph_scope")
+    # tables and an eager run's lack of a CUDA graph (graph_scope needs one) go into a workload file
+    # beside the measurement: the preset with `rows` replaced and, eager, `training.graph_scope` dropped.
+    described = common.replace_preset_list(preset, "rows", rows)
+    if not a.cuda_graph:
+        described = common.drop_preset_scalar(described, "training.graph_scope")
     if described != preset:
         workload_file = out.with_name(out.stem + ".workload.yaml")
-        header = (f"# {a.workload} with every table capped at {a.rows_cap} rows and no training.graph_scope (no CUDA "
-                  f"graph), as dlrm_iteration.py ran it (written with {out.name}; the -p overrides of its iteration "
+        graph = "" if a.cuda_graph else " and no training.graph_scope (no CUDA graph)"
+        header = (f"# {a.workload} with every table capped at {a.rows_cap} rows{graph}, as dlrm_iteration.py ran it (written with {out.name}; the -p overrides of its iteration "
                   f"apply on top).\n")
         common.write_text(workload_file, header + described)
         workload = workload_file.name
@@ -226,6 +330,7 @@ def write_outputs(a, world, rows, preset, times, peak_gib, trace, losses, scale)
         "notes": (f"{clock} UTC; {world} rank(s); DLRM {len(rows)} tables ({table_gb:.1f} GB fp32, rows capped at "
                   f"{a.rows_cap}), {a.distribution} indices{f' alpha {a.alpha}' if a.distribution == 'zipf' else ''}, "
                   f"{f'AMP fp16 with GradScaler (final scale {scale:g})' if a.precision == 'amp' else 'fp32'}, SGD lr {a.lr}, sparse table updates; "
+                  f"{'NVIDIA DLE loop: forward and backward in a CUDA graph, batches from pageable host memory; ' if a.cuda_graph else 'eager; '}"
                   f"workload: {'a file beside this one' if workload != a.workload else 'the preset'}; seed {a.seed}; "
                   f"{a.warmup} warm-up + {a.steps} timed iterations, each the slowest rank's; samples_per_s is per "
                   f"GPU; peak memory (rank 0) {peak_gib:.1f} GiB; loss {float(losses[0]):.4f} -> "
