@@ -146,9 +146,9 @@ class RankBuilder {
   void cpu(const std::string& name, Seconds duration) {
     p_.ops.push_back(Op{.kind = OpKind::cpu, .name = tb_.name(name), .duration = duration});
   }
-  /// A host-to-device copy on `stream` (named on first use); from pageable memory the CPU then
-  /// waits for it (the driver stages it).
-  void upload(const std::string& stream, const std::string& name, Bytes bytes, HostMemory memory) {
+  /// A host-to-device copy on `stream` (named on first use) from a data loader's pageable memory:
+  /// the driver stages it through the CPU, which waits for it.
+  void upload(const std::string& stream, const std::string& name, Bytes bytes) {
     gap();
     auto it = std::find(p_.streams.begin(), p_.streams.end(), stream);
     if (it == p_.streams.end()) it = p_.streams.insert(p_.streams.end(), stream);
@@ -158,10 +158,9 @@ class RankBuilder {
     op.name = tb_.name(name);
     op.bytes = bytes;
     op.memcpy = MemcpyKind::host_to_device;
-    op.host_memory = memory;
+    op.host_memory = HostMemory::pageable;
     p_.ops.push_back(op);
-    if (memory == HostMemory::pageable)
-      p_.ops.push_back(Op{.kind = OpKind::sync, .stream = op.stream, .name = tb_.name(name + ".staged"), .event = -1});
+    p_.ops.push_back(Op{.kind = OpKind::sync, .stream = op.stream, .name = tb_.name(name + ".staged"), .event = -1});
   }
   /// The CPU waits for the whole device (a GPU value read on the host).
   void device_sync(const std::string& name) {
@@ -739,7 +738,7 @@ class DlrmBuilder {
     rank.cpu("loader.next", c_.cpu_op_gap);
     const auto upload = [&](const std::string& name, Bytes bytes) {
       rank.cpu(name + ".launch", c_.cpu_op_gap + LaunchModel{}.cpu_launch);
-      rank.upload("input", name, bytes, HostMemory::pageable);
+      rank.upload("input", name, bytes);
       rank.cpu(name + ".record_stream", c_.cpu_op_gap);
     };
     upload("input.labels", c_.global_batch * 4.0);

@@ -84,14 +84,11 @@ def main():
                              "pass": "forward", "kernel": "torch", "time_s": s["mean_s"],
                              "spread": {k: s[k] for k in ("repetitions", "min_s", "max_s", "stdev_s")}})
         torch.cuda.empty_cache()
-    date, clock = common.utc_now()
-    source = {"tool": "torch embedding_bag_sweep.py", "command": common.command_line(sys.argv, 1, 1), "date": date,
-              "notes": f"{clock} UTC; nn.EmbeddingBag(mode='sum') forward under no_grad, offsets every `pooling` "
-                       f"indices; time_s is the mean over {a.reps} repetitions of a CUDA graph of {a.calls} calls "
-                       f"(timed with CUDA events, divided by {a.calls}), cycling through {POOL} uniform index "
-                       f"batches; seed {a.seed}"}
-    common.write_text(a.out, common.format_measurements(source, runtime.system(1, a.platform), measurements))
-    print(f"embedding_bag_sweep: {len(measurements)} cases; wrote {a.out}", file=sys.stderr)
+    runtime.write_sweep("embedding_bag_sweep", a.out, a.platform,
+                        f"nn.EmbeddingBag(mode='sum') forward under no_grad, offsets every `pooling` indices; "
+                        f"time_s is the mean over {a.reps} repetitions of a CUDA graph of {a.calls} calls (timed "
+                        f"with CUDA events, divided by {a.calls}), cycling through {POOL} uniform index batches; "
+                        f"seed {a.seed}", measurements)
 
 
 if __name__ == "__main__":

@@ -74,14 +74,11 @@ def main():
             measurements.append({"kind": "copy", "direction": "h2d", "host_memory": memory, "size_bytes": size,
                                  "time_s": s["mean_s"], "cpu_s": cpu,
                                  "spread": {k: s[k] for k in ("repetitions", "min_s", "max_s", "stdev_s")}})
-    date, clock = common.utc_now()
-    source = {"tool": "torch host_copy_sweep.py", "command": common.command_line(sys.argv, 1, 1), "date": date,
-              "notes": f"{clock} UTC; tensor.to('cuda', non_blocking=True) of a uint8 host tensor, pageable or "
-                       f"pinned (pin_memory=True), on the current stream; time_s is the mean over {a.reps} "
-                       f"repetitions of perf_counter from the call to a synchronize after it; cpu_s the mean time "
-                       f"the call blocked; the source rewritten (fill_) before each repetition"}
-    common.write_text(a.out, common.format_measurements(source, runtime.system(1, a.platform), measurements))
-    print(f"host_copy_sweep: {len(measurements)} cases; wrote {a.out}", file=sys.stderr)
+    runtime.write_sweep("host_copy_sweep", a.out, a.platform,
+                        f"tensor.to('cuda', non_blocking=True) of a uint8 host tensor, pageable or pinned "
+                        f"(pin_memory=True), on the current stream; time_s is the mean over {a.reps} repetitions of "
+                        f"perf_counter from the call to a synchronize after it; cpu_s the mean time the call "
+                        f"blocked; the source rewritten (fill_) before each repetition", measurements)
 
 
 if __name__ == "__main__":

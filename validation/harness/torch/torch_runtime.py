@@ -102,6 +102,16 @@ def system(world, platform):
     return out
 
 
+def write_sweep(script, out, platform, notes, measurements):
+    """Writes a one-GPU sweep's measurement file: `script` (its name without .py) as the tool, the
+    command line, the UTC date, and `notes` after the time of day."""
+    date, clock = common.utc_now()
+    source = {"tool": f"torch {script}.py", "command": common.command_line(sys.argv, 1, 1), "date": date,
+              "notes": f"{clock} UTC; {notes}"}
+    common.write_text(out, common.format_measurements(source, system(1, platform), measurements))
+    print(f"{script}: {len(measurements)} cases; wrote {out}", file=sys.stderr)
+
+
 def is_oom(error):
     """Whether an exception is the GPU running out of memory (also as cuBLAS or NCCL say it)."""
     text = str(error).lower()
