@@ -6,21 +6,31 @@
 ///     time = rows (8 + 3 dim e) / (hbm_bandwidth * hbm * 0.50)
 /// The 0.50 is measured on an H100 SXM with PyTorch 2.11 (validation/measurements/h100-sxm/
 /// dlrm-fp32.json.gz and dlrm-amp.json.gz: 65536 rows of 128 fp32 into 10M-row tables in 62-70 us,
-/// 1.55 TB/s of the 3.07 TB/s roof); a calibration input for other GPUs. Tables of a handful of
-/// rows, whose atomics collide on the same addresses, took 3x longer (3 and 4 rows: 206-221 us);
-/// not modelled.
+/// 1.55 TB/s of the 3.07 TB/s roof); a calibration input for other GPUs.
+///
+/// Collisions: atomics on one address are applied one after another at the L2, so a destination
+/// row that receives h source rows takes h x t_atomic however many SMs issue them, and
+///     time = max(the time above, hottest_row_hits x t_atomic)
+/// t_atomic = 12.7 ns is the least-squares fit (log error) of the H100 runs' per-table index_add
+/// kernels into the 3-, 4- and 10-row tables at 65536 and 8192 lookups (validation/measurements/
+/// h100-sxm/dlrm-graph-amp.json.gz, dlrm-graph-amp-8192.json.gz; 220/204/93 and 30/28/13 us,
+/// predicted 277/208/83 and 35/26/10): before, 66 us for all of them. A 14-row table (4681 hits
+/// per row, 59 us of chain) runs at the bandwidth bound, as the model says. A calibration input
+/// for other GPUs.
 #include "models/compute/roofline.hpp"
 
 namespace stepsim::models {
 namespace {
 
 constexpr double kAtomicEfficiency = 0.50;
+constexpr Seconds kSameAddressAtomic = 12.7e-9;
 
 class IndexAdd : public KernelModel {
  public:
   std::vector<KernelParam> params() const override {
     return {{"rows", "source rows added (one per looked-up row)", std::nullopt, 1},
-            {"dim", "elements per row", std::nullopt, 1}};
+            {"dim", "elements per row", std::nullopt, 1},
+            {"hottest_row_hits", "most source rows added into one destination row (0: no collisions)", 0, 0}};
   }
 
   KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
@@ -28,6 +38,11 @@ class IndexAdd : public KernelModel {
     const Bytes bytes = rows * (8 + 3 * dim * bytes_of(spec.dtype));
     KernelCost cost = roofline(rows * dim, 0, bytes, gpu);
     cost.time /= kAtomicEfficiency;
+    const Seconds collisions = spec.param("hottest_row_hits") * kSameAddressAtomic;
+    if (collisions > cost.time) {
+      cost.time = collisions;
+      cost.bound = "latency";
+    }
     return cost;
   }
 };

@@ -211,9 +211,11 @@ struct LookupGroup {
   int dim = 0;
   double pooling = 0;
   std::vector<double> histogram;
+  /// Lookups of a table's hottest row: the sparse update's atomics that collide on one row.
+  double hottest = 0;
   /// Alike: everything but the count.
   bool operator==(const LookupGroup& o) const {
-    return rows == o.rows && dim == o.dim && pooling == o.pooling && histogram == o.histogram;
+    return rows == o.rows && dim == o.dim && pooling == o.pooling && histogram == o.histogram && hottest == o.hottest;
   }
 };
 
@@ -232,8 +234,10 @@ class DlrmBuilder {
     act_bytes_ = c_.dtype == Dtype::fp16 || c_.dtype == Dtype::bf16 ? 2 : 4;
     // Sharded tables are looked up for the global batch, replicated ones for the local one.
     lookup_batch_ = plan_.kind == ShardingKind::data_parallel ? batch_ : c_.global_batch;
-    for (const TableEntry& t : c_.tables)
+    for (const TableEntry& t : c_.tables) {
       histograms_.push_back(reuse_histogram(t.distribution, t.table.rows, lookup_batch_ * t.table.pooling));
+      hottest_.push_back(hottest_row_lookups(t.distribution, t.table.rows, lookup_batch_ * t.table.pooling));
+    }
     TraceBuilder tb(trace_);
     for (const char* group : {"embedding", "dense"}) {
       std::vector<int> all(static_cast<std::size_t>(n_));
@@ -355,8 +359,10 @@ class DlrmBuilder {
       const int dim = plan_.dim_of(entry.table, rank);
       if (rows <= 0 || dim <= 0) continue;  // the last blocks of a small table may be empty
       // A row-wise shard receives the share of the lookups that hit its rows; indices are
-      // assumed spread over the rows (hashed), so the shard's reuse is the whole table's.
-      LookupGroup g{1, rows, dim, entry.table.pooling * rows / entry.table.rows, histograms_[static_cast<std::size_t>(t)]};
+      // assumed spread over the rows (hashed), so the shard's reuse is the whole table's, and
+      // each shard is charged the table's hottest row (the one that holds it is not known).
+      LookupGroup g{1, rows, dim, entry.table.pooling * rows / entry.table.rows, histograms_[static_cast<std::size_t>(t)],
+                    hottest_[static_cast<std::size_t>(t)]};
       auto it = std::find(groups.begin(), groups.end(), g);
       if (it == groups.end()) groups.push_back(std::move(g));
       else it->tables += 1;
@@ -685,12 +691,13 @@ class DlrmBuilder {
         }
         for (std::size_t g = 0; g < groups.size(); ++g)
           for (double t = 0; t < groups[g].tables; ++t)
-            launch("embedding_sgd" + suffix(g), index_add_spec(lookup_batch_ * groups[g].pooling, groups[g]));
+            launch("embedding_sgd" + suffix(g),
+                   index_add_spec(lookup_batch_ * groups[g].pooling, groups[g].dim, groups[g].hottest));
       } else {
         // NVIDIA DLE: scaler.unscale_(embedding_optimizer), then its step() without an inf check,
         // once for the rank's joint parameter (joint_sparse), else once per group.
         if (scaler) unscale_prologue("embedding");
-        const auto update = [&](const std::string& tag, double values, double rows, const LookupGroup& like) {
+        const auto update = [&](const std::string& tag, double values, double rows, int dim, double hottest) {
           if (scaler) {
             rank.cpu("grad_scaler.embedding.values" + tag, c_.cpu_op_gap);
             launch("embedding_grad_unscale" + tag, pass_spec(values, 4, 4));
@@ -698,15 +705,18 @@ class DlrmBuilder {
           // PyTorch 1.x's sparse add_ scaled the values by -lr first ("FIXME: at some point we can
           // wrap the scale into indexAdd"), then index_add_.
           launch("embedding_grad_scale_lr" + tag, pass_spec(values, 4, 4));
-          launch("embedding_sgd" + tag, index_add_spec(rows, like));
+          launch("embedding_sgd" + tag, index_add_spec(rows, dim, hottest));
         };
         const auto rows_of = [&](const LookupGroup& g) { return lookup_batch_ * g.tables * g.pooling; };
         if (joint_sparse(groups)) {
-          double values = 0, rows = 0;
-          for (const LookupGroup& g : groups) values += values_of(g), rows += rows_of(g);
-          update("", values, rows, groups.front());
+          // One index_add over the joint parameter: its hottest row is the hottest of any table.
+          double values = 0, rows = 0, hottest = 0;
+          for (const LookupGroup& g : groups)
+            values += values_of(g), rows += rows_of(g), hottest = std::max(hottest, g.hottest);
+          update("", values, rows, groups.front().dim, hottest);
         } else {
-          for (std::size_t g = 0; g < groups.size(); ++g) update(suffix(g), values_of(groups[g]), rows_of(groups[g]), groups[g]);
+          for (std::size_t g = 0; g < groups.size(); ++g)
+            update(suffix(g), values_of(groups[g]), rows_of(groups[g]), groups[g].dim, groups[g].hottest);
         }
       }
     }
@@ -768,9 +778,11 @@ class DlrmBuilder {
   void bias_grad(RankBuilder& rank, const std::string& layer, double elements) const {
     if (c_.mlp_epilogue == MlpEpilogue::torch) rank.kernel(layer + ".bias_grad", pass_spec(elements, act_bytes_, 0));
   }
-  /// The sparse SGD step's index_add of `rows` gradient rows into the tables.
-  KernelSpec index_add_spec(double rows, const LookupGroup& g) const {
-    return KernelSpec{"index_add", c_.embedding_dtype, {{"rows", rows}, {"dim", static_cast<double>(g.dim)}}, {}};
+  /// The sparse SGD step's index_add of `rows` gradient rows into the tables; `hottest`: the
+  /// most of them that land on one row.
+  KernelSpec index_add_spec(double rows, int dim, double hottest) const {
+    return KernelSpec{"index_add", c_.embedding_dtype,
+                      {{"rows", rows}, {"dim", static_cast<double>(dim)}, {"hottest_row_hits", hottest}}, {}};
   }
   /// One table's nn.EmbeddingBag forward.
   KernelSpec torch_bag(const LookupGroup& g) const {
@@ -957,6 +969,7 @@ class DlrmBuilder {
   int batch_ = 0;
   double lookup_batch_ = 0;
   std::vector<std::vector<double>> histograms_;  // per table, for lookup_batch_ samples
+  std::vector<double> hottest_;                  // per table: lookups of its hottest row
   Bytes act_bytes_ = 4;
   int buckets_ = 0;
   std::size_t max_groups_ = 0;

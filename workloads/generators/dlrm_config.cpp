@@ -57,16 +57,15 @@ void add_binomial(std::vector<double>& mass, double rows, double lookups, double
   }
 }
 
-/// Expected reuse histogram (fractions of the unique rows per bin) of `lookups` draws from a
-/// Zipf(alpha) law over `rows` rows. Rows are independent binomials (exact for the marginals);
-/// the 1024 hottest rows are summed one by one, colder ones in geometric buckets of ratio
-/// 2^(1/32) priced at the bucket's mean probability (the integral of x^-alpha over it), so a
-/// 40M-row table costs about a thousand terms.
-std::vector<double> zipf_reuse_histogram(double rows, double alpha, double lookups, std::size_t bins) {
-  struct Bucket {
-    double rows, weight;  // rows in the bucket and the mean of r^-alpha over them
-  };
-  std::vector<Bucket> buckets;
+/// Rows of a Zipf(alpha) law over `rows` rows, in buckets: the 1024 hottest one by one, colder
+/// ones in geometric buckets of ratio 2^(1/32) priced at the bucket's mean of r^-alpha (the
+/// integral over it), so a 40M-row table costs about a thousand terms.
+struct ZipfBucket {
+  double rows, weight;  // rows in the bucket and the mean of r^-alpha over them
+};
+
+std::vector<ZipfBucket> zipf_buckets(double rows, double alpha) {
+  std::vector<ZipfBucket> buckets;
   const double exact = std::min(rows, 1024.0);
   for (double r = 1; r <= exact; ++r) buckets.push_back({1, std::pow(r, -alpha)});
   const auto integral = [alpha](double a, double b) {  // of x^-alpha from a to b
@@ -77,10 +76,22 @@ std::vector<double> zipf_reuse_histogram(double rows, double alpha, double looku
     buckets.push_back({hi - lo, integral(lo - 0.5, hi - 0.5) / (hi - lo)});
     lo = hi;
   }
+  return buckets;
+}
+
+double zipf_norm(const std::vector<ZipfBucket>& buckets) {
   double norm = 0;
-  for (const Bucket& b : buckets) norm += b.rows * b.weight;
+  for (const ZipfBucket& b : buckets) norm += b.rows * b.weight;
+  return norm;
+}
+
+/// Expected reuse histogram (fractions of the unique rows per bin) of `lookups` draws from a
+/// Zipf(alpha) law over `rows` rows. Rows are independent binomials (exact for the marginals).
+std::vector<double> zipf_reuse_histogram(double rows, double alpha, double lookups, std::size_t bins) {
+  const std::vector<ZipfBucket> buckets = zipf_buckets(rows, alpha);
+  const double norm = zipf_norm(buckets);
   std::vector<double> mass(bins, 0);
-  for (const Bucket& b : buckets) add_binomial(mass, b.rows, lookups, b.weight / norm);
+  for (const ZipfBucket& b : buckets) add_binomial(mass, b.rows, lookups, b.weight / norm);
   const double unique = std::accumulate(mass.begin(), mass.end(), 0.0);
   for (double& m : mass) m /= unique;
   return mass;
@@ -385,6 +396,19 @@ DlrmConfig read_dlrm_config(const YAML::Node& doc, const YamlReader& reader) { r
 std::vector<double> reuse_histogram(const IndexDistribution& d, double rows, double lookups) {
   if (d.kind == "zipf") return zipf_reuse_histogram(rows, d.alpha, lookups, embedding_model().histogram_bins());
   return d.histogram;
+}
+
+/// Lookups of the hottest row: its expected share of the draws for uniform and Zipf indices; for
+/// a given histogram, the least count of its highest occupied bin (bin j holds counts in
+/// (2^(j-1), 2^j]), which is what that histogram guarantees.
+double hottest_row_lookups(const IndexDistribution& d, double rows, double lookups) {
+  if (d.kind == "zipf") return lookups / zipf_norm(zipf_buckets(rows, d.alpha));
+  if (d.kind == "histogram") {
+    for (std::size_t j = d.histogram.size(); j-- > 0;)
+      if (d.histogram[j] > 0) return j == 0 ? 1 : std::exp2(static_cast<double>(j) - 1) + 1;
+    return 1;
+  }
+  return lookups / rows;
 }
 
 }  // namespace stepsim::workloads

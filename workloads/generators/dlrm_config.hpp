@@ -69,4 +69,8 @@ DlrmConfig read_dlrm_config(const YAML::Node& doc, const platforms::YamlReader& 
 /// (the kernel model's own hit rate), the expected one for Zipf, as given otherwise.
 std::vector<double> reuse_histogram(const IndexDistribution& d, double rows, double lookups);
 
+/// @brief Expected lookups of a table's most-looked-up row among `lookups` draws: what collides
+/// on one row when a sparse gradient is added into the table (models/compute/index_add.cpp).
+double hottest_row_lookups(const IndexDistribution& d, double rows, double lookups);
+
 }  // namespace stepsim::workloads

@@ -822,6 +822,32 @@ TEST_F(Dlrm, TorchEmbeddingBagIsOneLaunchPerTable) {
   }
 }
 
+// The sparse update's collisions: a table's hottest row gets its share of the global batch's
+// lookups (uniform: 1024 / rows; Zipf 1.0 over 4 rows: 1024 / (1 + 1/2 + 1/3 + 1/4); a given
+// reuse histogram: what its highest bin guarantees); DLE's joint parameter takes its hottest table's.
+TEST_F(Dlrm, IndexAddIsChargedTheHottestRowsLookups) {
+  const auto hits = [&](const std::string& tables, const std::string& extra, const std::string& kernel) {
+    const Trace t = parse(with_model_key(small_dlrm(tables, "{global_batch: 1024, embedding_gradient: sparse}", extra),
+                                         kernel),
+                          "0");
+    std::vector<double> out;
+    for (const auto* k : kernels(t, 0, "index_add")) out.push_back(k->param("hottest_row_hits"));
+    return out;
+  };
+  EXPECT_EQ(hits("{rows: [4, 256]}", "", "embedding_kernel: torch"), (std::vector<double>{256, 4}));
+  const std::vector<double> zipf =
+      hits("{rows: [4, 256]}", "index_distribution: {kind: zipf, alpha: 1.0}\n", "embedding_kernel: torch");
+  ASSERT_EQ(zipf.size(), 2u);
+  EXPECT_NEAR(zipf[0], 1024 / (1 + 1 / 2.0 + 1 / 3.0 + 1 / 4.0), 1e-9);
+  // A given histogram guarantees the least count of its highest occupied bin: 5-8 -> 5.
+  const std::string histogram =
+      "index_distribution: {kind: histogram, histogram: [0.5, 0, 0, 0.5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}\n";
+  EXPECT_EQ(hits("{rows: [4, 256]}", histogram, "embedding_kernel: torch"), (std::vector<double>{5, 5}));
+  const std::vector<double> joint = hits("{rows: [4, 256]}", "", "interaction_kernel: fused");
+  ASSERT_EQ(joint.size(), 1u);
+  EXPECT_EQ(joint[0], 256);
+}
+
 // sharding.process_groups: separate (TorchRec) gives DDP's allreduce its own stream and
 // communicator; shared (NVIDIA DLE's default group) queues it on the exchange's, behind and
 // before the all-to-alls in issue order.
