@@ -591,10 +591,8 @@ class DlrmBuilder {
       if (c_.torch_embedding_bag) {
         // nn.EmbeddingBag's sparse backward per table: an index_select of the pooled gradient by
         // offset2bag, one row per lookup.
-        const double per_table = lookup_batch_ * groups[g].dim;
         for (double t = 0; t < groups[g].tables; ++t)
-          rank.kernel("embedding_grad_rows" + suffix(g),
-                      pass_spec(per_table * groups[g].pooling, embedding_bytes, embedding_bytes));
+          rank.kernel("embedding_grad_rows" + suffix(g), gather_spec(lookup_batch_ * groups[g].pooling, groups[g].dim));
       } else if (sparse) {
         // PyTorch's sparse COO gradient: the pooled gradient (cast back to the fp32 weights'
         // type under AMP), one row per lookup (a view for one-hot features, a copy for bags).
@@ -602,7 +600,8 @@ class DlrmBuilder {
         if (act_bytes_ < 4 && !joint_sparse(groups))
           rank.kernel("embedding_grad_cast" + suffix(g), pass_spec(pooled, act_bytes_, 4));
         if (groups[g].pooling > 1)
-          rank.kernel("embedding_grad_rows" + suffix(g), pass_spec(pooled * groups[g].pooling, 4, 4));
+          rank.kernel("embedding_grad_rows" + suffix(g),
+                      gather_spec(lookup_batch_ * groups[g].tables * groups[g].pooling, groups[g].dim));
       } else {
         // FBGEMM's / NVIDIA's fused backward applies SGD to the looked-up rows in the same kernel.
         rank.kernel("embedding_backward" + suffix(g), embedding("embedding_backward", groups[g], lookup_batch_));
@@ -783,6 +782,10 @@ class DlrmBuilder {
   KernelSpec index_add_spec(double rows, int dim, double hottest) const {
     return KernelSpec{"index_add", c_.embedding_dtype,
                       {{"rows", rows}, {"dim", static_cast<double>(dim)}, {"hottest_row_hits", hottest}}, {}};
+  }
+  /// An index_select of `rows` gradient rows of the tables' type (one per lookup).
+  KernelSpec gather_spec(double rows, int dim) const {
+    return KernelSpec{"gather", c_.embedding_dtype, {{"rows", rows}, {"dim", static_cast<double>(dim)}}, {}};
   }
   /// One table's nn.EmbeddingBag forward.
   KernelSpec torch_bag(const LookupGroup& g) const {

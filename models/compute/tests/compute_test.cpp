@@ -90,7 +90,8 @@ TEST(Registry, ListsEveryKind) {
   std::vector<std::string> kinds;
   for (const KernelModelInfo* info : KernelModelRegistry::instance().all()) kinds.push_back(info->kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"attention", "dot_interaction", "elementwise", "embedding_backward",
-                                             "embedding_forward", "gemm", "index_add", "torch_embedding_bag"}));
+                                             "embedding_forward", "gather", "gemm", "index_add",
+                                             "torch_embedding_bag"}));
 }
 
 // m = 128 x 132 rows on 132 SMs, n a multiple of 256: every 128x256 tile is full and the grid
@@ -356,6 +357,16 @@ TEST(IndexAdd, AtomicScatterAddRunsAtHalfTheHbmRoof) {
   EXPECT_LT(c.time, 70e-6);
 }
 
+// The gradient rows of one nn.EmbeddingBag on an H100: 65536 rows of 128 fp32 (an 8-byte index,
+// the row read and written) at 0.54 of the HBM roof: 41 us (measured 40.9-41.6).
+TEST(Gather, IndexSelectRunsAtAFractionOfTheHbmRoof) {
+  const KernelCost c = kernel_cost(spec("gather", {{"rows", 65536}, {"dim", 128}}, Dtype::fp32), h100());
+  expect_rel(c.bytes, 65536 * (8 + 2 * 128 * 4.0));
+  expect_rel(c.time, hbm_time(c.bytes, h100()) / 0.54);
+  EXPECT_GT(c.time, 40.5e-6);
+  EXPECT_LT(c.time, 41.7e-6);
+}
+
 // A 3-row table's update: 65536 rows land on 3, so each destination element takes 21845
 // atomics one after another at 12.7 ns (the H100 fit): 277 us, where the bandwidth bound is 66
 // (measured 220). A 14-row table's 4681 hits per row (59 us) stay under the bandwidth bound.
@@ -465,7 +476,7 @@ TEST(CompleteKernel, FillsDefaults) {
 TEST(CompleteKernel, RejectsBadInputNamingWhereAndTheAllowedParameters) {
   const std::string unknown_kind = config_error({"conv", Dtype::bf16, {}, {}});
   EXPECT_TRUE(contains(unknown_kind, "unknown kernel kind 'conv'"));
-  EXPECT_TRUE(contains(unknown_kind, "attention, dot_interaction, elementwise, embedding_backward, embedding_forward, gemm"));
+  EXPECT_TRUE(contains(unknown_kind, "attention, dot_interaction, elementwise, embedding_backward, embedding_forward, gather, gemm"));
 
   const std::string unknown = config_error({"gemm", Dtype::bf16, {{"m", 1}, {"n", 1}, {"k", 1}, {"kk", 1}}, {}});
   EXPECT_TRUE(contains(unknown, "unknown parameter 'kk'"));
