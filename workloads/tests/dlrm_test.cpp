@@ -11,6 +11,7 @@
 
 #include "platforms/config_error.hpp"
 #include "platforms/loader.hpp"
+#include "workloads/generators/dlrm_config.hpp"
 #include "workloads/generators/dlrm_sharding.hpp"
 #include "workloads/workload.hpp"
 
@@ -846,6 +847,19 @@ TEST_F(Dlrm, IndexAddIsChargedTheHottestRowsLookups) {
   const std::vector<double> joint = hits("{rows: [4, 256]}", "", "interaction_kernel: fused");
   ASSERT_EQ(joint.size(), 1u);
   EXPECT_EQ(joint[0], 256);
+}
+
+// A 1M-row Zipf table's hottest row: the bucketed normalisation (1024 rows exactly, then
+// geometric buckets) against the plain sum of r^-alpha over every row.
+TEST(HottestRow, ZipfBucketsMatchTheExactSum) {
+  for (const double alpha : {0.8, 1.0, 1.2}) {
+    double norm = 0;
+    for (double r = 1; r <= 1e6; ++r) norm += std::pow(r, -alpha);
+    IndexDistribution d;
+    d.kind = "zipf";
+    d.alpha = alpha;
+    EXPECT_NEAR(hottest_row_lookups(d, 1e6, 65536) / (65536 / norm), 1, 1e-4) << alpha;
+  }
 }
 
 // sharding.process_groups: separate (TorchRec) gives DDP's allreduce its own stream and
