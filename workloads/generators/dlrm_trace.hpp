@@ -1,0 +1,80 @@
+#pragma once
+/// @file How the DLRM generator writes its trace: a TraceBuilder interns names, kernels and
+/// collectives and shares identical programs between ranks; a RankBuilder appends one rank's ops
+/// on the generator's three streams.
+///
+/// Contract: kernels are completed (models::complete_kernel) when added, so a trace the builders
+/// wrote validates; ranks whose ops come out identical share one Program (Trace's compact form).
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "models/compute/kernel.hpp"
+#include "workloads/trace.hpp"
+
+namespace stepsim::workloads::dlrm {
+
+// Streams of every rank's program.
+constexpr int kCompute = 0;         // kernels
+constexpr int kEmbeddingComm = 1;   // the all-to-all / reduce-scatter / all-gather of pooled embeddings
+constexpr int kAllreduce = 2;       // DDP's gradient buckets
+// Process groups: TorchRec's sharding and DDP's are separate communicators, so an all-to-all
+// never queues behind a gradient bucket.
+constexpr int kEmbeddingGroup = 0;
+constexpr int kDenseGroup = 1;
+
+/// @brief Interns names, kernels and collectives of the trace and shares identical programs.
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(Trace& trace) : t_(trace) {}
+
+  int name(const std::string& text);
+  int kernel(models::KernelSpec spec, const std::string& label);
+  int collective(const CollectiveCall& added);
+  int program(Program program);
+
+ private:
+  Trace& t_;
+  std::map<std::string, int> names_;
+};
+
+/// @brief One rank's program under construction.
+class RankBuilder {
+ public:
+  /// @param op_gap  CPU time before every kernel and collective (eager PyTorch: Lin et al.'s
+  /// T1; 0 under a CUDA graph).
+  RankBuilder(TraceBuilder& trace, Seconds op_gap);
+
+  void kernel(const std::string& name, models::KernelSpec spec);
+  /// `stream` records a fresh event that `waiter` then waits for.
+  void handoff(int stream, int waiter, const std::string& event);
+  void collective(int stream, const std::string& name, const CollectiveCall& call);
+  /// CPU time before the next op (a kernel launched outside the CUDA graph).
+  void cpu(const std::string& name, Seconds duration);
+  /// A host-to-device copy on `stream` (named on first use) from a data loader's pageable memory:
+  /// the driver stages it through the CPU, which waits for it.
+  void upload(const std::string& stream, const std::string& name, Bytes bytes);
+  /// The CPU waits for the whole device (a GPU value read on the host).
+  void device_sync(const std::string& name);
+  Program take() { return std::move(p_); }
+
+ private:
+  void gap();
+
+  TraceBuilder& tb_;
+  Seconds op_gap_;
+  Program p_;
+};
+
+/// @brief A collective of `bytes` (nccl-tests size) on process group `group`, NCCL's choice.
+CollectiveCall call(models::CollectiveOp op, Bytes bytes, int group);
+
+/// Which operand of a product is stored transposed: a linear layer's forward multiplies by its
+/// weight's transpose (NT), its data gradient by the weight (NN), its weight gradient by the
+/// input's transpose (TN).
+enum class Layout : std::uint8_t { nn, nt, tn };
+
+/// @brief A (batched) GEMM kernel spec in `layout`.
+models::KernelSpec gemm(models::Dtype dtype, double m, double n, double k, double batch, Layout layout);
+
+}  // namespace stepsim::workloads::dlrm
