@@ -8,10 +8,21 @@
 /// rate whatever the spec's dtype: PyTorch computes reduced-precision elementwise ops in float
 /// (at::opmath_type), and a dtype alone cannot say how many bytes a fused kernel moves.
 /// The HBM roof is the architecture's achievable fraction of datasheet bandwidth (roofline.cpp).
+///
+/// Strided operands: PyTorch vectorizes an elementwise kernel only when every operand is
+/// contiguous; with a transposed or sliced view (`strided: 1`) TensorIterator runs its generic
+/// elementwise_kernel, which computes each element's offsets and loads it alone, at 0.56 of the
+/// HBM roof. Measured on an H100 SXM with PyTorch 2.11 (validation/measurements/h100-sxm/
+/// dlrm-{amp,fp32}.json.gz, dlrm-graph-*.json.gz): the sum of DLRM's two bmm gradients (one
+/// transposed) 0.45 (fp16) and 0.59 (fp32) of the roof at 65536 and 8192 samples, the fp16 -> fp32
+/// cast of the sliced embedding gradient 0.56, the add into the sliced bottom-MLP gradient 0.55
+/// (fp16) and 0.80 (fp32); 0.56 is their geometric mean. A calibration input for other GPUs.
 #include "models/compute/roofline.hpp"
 
 namespace stepsim::models {
 namespace {
+
+constexpr double kStridedEfficiency = 0.56;
 
 class Elementwise : public KernelModel {
  public:
@@ -20,14 +31,21 @@ class Elementwise : public KernelModel {
              std::nullopt},
             {"bytes_read", "bytes read from HBM per element, over all inputs (bf16 x + fp32 w: 6)", std::nullopt},
             {"bytes_written", "bytes written to HBM per element, over all outputs", std::nullopt},
-            {"flops", "FLOPs per element (add 1; Lin et al.: GELU 175, softmax 174, sigmoid 4)", 1}};
+            {"flops", "FLOPs per element (add 1; Lin et al.: GELU 175, softmax 174, sigmoid 4)", 1},
+            {"strided", "1 = an operand is a transposed or sliced view (PyTorch's non-vectorized path)", 0, 0}};
   }
 
   KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
     const double elements = spec.param("elements");
     const double flops = elements * spec.param("flops");
     const Bytes bytes = elements * (spec.param("bytes_read") + spec.param("bytes_written"));
-    return roofline(flops, flops / gpu.fp32_flops, bytes, gpu);
+    KernelCost cost = roofline(flops, flops / gpu.fp32_flops, bytes, gpu);
+    const Seconds strided = spec.param("strided") != 0 ? hbm_time(bytes, gpu) / kStridedEfficiency : 0;
+    if (strided > cost.time) {
+      cost.time = strided;
+      cost.bound = "memory";
+    }
+    return cost;
   }
 };
 

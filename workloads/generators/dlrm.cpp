@@ -399,8 +399,9 @@ class DlrmBuilder {
         rank.kernel("interaction.pairs.backward", pass_spec(b * pairs, 2 * act_bytes_, act_bytes_));
         gemm_op("interaction.backward", Layout::nn, vectors, dim, vectors, b);
         gemm_op("interaction.backward_transposed", Layout::tn, dim, vectors, vectors, b);
-        rank.kernel("interaction.grad_add", pass_spec(b * vectors * dim, 2 * act_bytes_, act_bytes_));
-        rank.kernel("bottom_output.grad_add", pass_spec(b * dim, 2 * act_bytes_, act_bytes_));
+        // Both sums read a view: the transposed product's gradient, the cat gradient's first slice.
+        rank.kernel("interaction.grad_add", strided(pass_spec(b * vectors * dim, 2 * act_bytes_, act_bytes_)));
+        rank.kernel("bottom_output.grad_add", strided(pass_spec(b * dim, 2 * act_bytes_, act_bytes_)));
       }
     }
     if (exchanges) {
@@ -422,9 +423,12 @@ class DlrmBuilder {
     }
     if (plan_.kind != ShardingKind::data_parallel) buckets.flush();  // the bottom MLP's were the last
     const bool sparse = sparse_gradient();
-    // PyTorch's stacked gradient (DLE's joint one) is cast back to the tables' type once.
-    if (c_.torch_embedding_bag && !groups.empty() && act_bytes_ < embedding_bytes)
-      rank.kernel("embedding_grad_cast", pass_spec(local_values, act_bytes_, embedding_bytes));
+    // PyTorch's stacked gradient (DLE's joint one) is cast back to the tables' type once; behind
+    // PyTorch's interaction it is a slice of the cat's gradient.
+    if (c_.torch_embedding_bag && !groups.empty() && act_bytes_ < embedding_bytes) {
+      const KernelSpec cast = pass_spec(local_values, act_bytes_, embedding_bytes);
+      rank.kernel("embedding_grad_cast", c_.fused_interaction ? cast : strided(cast));
+    }
     if (joint_sparse(groups) && act_bytes_ < 4)
       rank.kernel("embedding_grad_cast", pass_spec(local_values, act_bytes_, 4));
     for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -641,6 +645,12 @@ class DlrmBuilder {
                       {{"elements", elements}, {"bytes_read", bytes_read}, {"bytes_written", bytes_written},
                        {"flops", flops}},
                       {}};
+  }
+
+  /// `pass` over a transposed or sliced view: PyTorch's non-vectorized elementwise kernel.
+  static KernelSpec strided(KernelSpec pass) {
+    pass.params["strided"] = 1;
+    return pass;
   }
 
   template <typename GemmOp>

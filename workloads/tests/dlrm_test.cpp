@@ -759,6 +759,11 @@ TEST_F(Dlrm, GemmInteractionIsPytorchsOpSequence) {
   EXPECT_EQ(pass_elements(t, 0, "interaction.pairs.backward"), std::vector<double>{b * p});
   EXPECT_EQ(pass_elements(t, 0, "interaction.grad_add"), std::vector<double>{b * v * d});
   EXPECT_EQ(pass_elements(t, 0, "bottom_output.grad_add"), std::vector<double>{b * d});
+  // Both sums read a view (the transposed product's gradient, a slice of the cat's): strided.
+  for (const Op& o : t.program(0).ops)
+    if (o.kind == OpKind::kernel && t.names[o.name].find("grad_add") != std::string::npos) {
+      EXPECT_EQ(t.kernels[o.kernel].param("strided"), 1) << t.names[o.name];
+    }
   std::vector<std::vector<double>> bmm;
   for (const auto* k : kernels(t, 0, "gemm"))
     if (k->param("batch") > 1) bmm.push_back({k->param("m"), k->param("n"), k->param("k"), k->param("batch")});
@@ -804,6 +809,22 @@ TEST_F(Dlrm, TorchEmbeddingBagIsOneLaunchPerTable) {
   EXPECT_EQ(pass_elements(t, 0, "embedding_stack"), std::vector<double>{values});
   EXPECT_EQ(pass_elements(t, 0, "embedding_output_cast"), std::vector<double>{values});
   EXPECT_EQ(pass_elements(t, 0, "embedding_grad_cast"), std::vector<double>{values});
+  // The stacked gradient is a slice of the interaction cat's gradient (strided); behind NVIDIA's
+  // fused interaction it is not.
+  const auto cast_strided = [&](const Trace& trace) {
+    for (const Op& o : trace.program(0).ops)
+      if (o.kind == OpKind::kernel && trace.names[o.name] == "embedding_grad_cast")
+        return trace.kernels[o.kernel].param("strided");
+    return -1.0;
+  };
+  EXPECT_EQ(cast_strided(t), 1);
+  EXPECT_EQ(cast_strided(parse(with_model_key(with_model_key(small_dlrm("{rows: [100, 200, 300]}",
+                                                                        "{global_batch: 1024, dtype: fp16, "
+                                                                        "embedding_gradient: sparse}"),
+                                                             "embedding_kernel: torch"),
+                                              "interaction_kernel: fused"),
+                               "0")),
+            0);
   std::vector<std::string> names = op_names(t, 0);
   const auto count = [&](const std::string& prefix) {
     return std::count_if(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });

@@ -276,6 +276,16 @@ TEST(Elementwise, HandComputedRoofline) {
   EXPECT_EQ(add.bound, "memory");
   expect_rel(add.bytes, 6e9);
   expect_rel(add.time, 6e9 / 1391.1e9);
+  // The same add over a transposed view: PyTorch's non-vectorized kernel at 0.56 of that roof;
+  // the GELU stays compute-bound.
+  const KernelCost strided = kernel_cost(
+      spec("elementwise", {{"elements", 1e9}, {"bytes_read", 4}, {"bytes_written", 2}, {"strided", 1}}), a100());
+  EXPECT_EQ(strided.bound, "memory");
+  expect_rel(strided.time, 6e9 / 1391.1e9 / 0.56);
+  const KernelCost strided_gelu = kernel_cost(
+      spec("elementwise", {{"elements", 1e9}, {"bytes_read", 2}, {"bytes_written", 2}, {"flops", 175}, {"strided", 1}}),
+      a100());
+  expect_rel(strided_gelu.time, gelu.time);
 }
 
 // DLRM's fused dot interaction, 8192 samples x 27 vectors x 128 on A100: forward reads X
