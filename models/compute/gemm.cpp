@@ -34,6 +34,14 @@
 /// 0.37), TN 0.27 (0.28, 0.26) of the roof, where 16-element multiples reach 0.72-0.98. TT is
 /// not measured and takes TN's figure; other architectures take these as calibration inputs.
 /// Aligned shapes never get slower as m, n, k or batch grow.
+///
+/// TF32 with A stored transposed (a weight gradient's TN): the tensor cores read 32-bit operands
+/// only K-major (PTX ISA: ldmatrix's .trans and wgmma's operand transpose exist for 16-bit types
+/// only), so cuBLAS's TF32 kernels for that layout run at 0.67 of the ceiling. Measured on an H100
+/// SXM (validation/measurements/h100-sxm/gemm.yaml, 16 TF32 shapes >= 2048): predicted / measured
+/// time 0.594 for the 4 TN shapes against 0.924 (NT) and 0.859 (NN), while fp16, bf16 and fp32
+/// show no layout effect (0.88-1.02); 0.67 = 0.594 / 0.89, the NT and NN mean. Ampere has the
+/// same ISA restriction, so it takes the H100 figure as a calibration input.
 #include <algorithm>
 #include <cmath>
 
@@ -45,6 +53,8 @@ namespace {
 constexpr double kMinSplitK = 256;  // least k per split (four 64-deep k-blocks): calibration input
 
 constexpr double kSmallestTile = 32;
+
+constexpr double kTf32TransposedA = 0.67;
 
 double quantisation(double m, double n, double k, double batch, double tile_m, double tile_n, int sm_count) {
   tile_m = std::min(tile_m, std::ceil(m / kSmallestTile) * kSmallestTile);
@@ -97,14 +107,16 @@ class Gemm : public KernelModel {
     const double m = spec.param("m"), n = spec.param("n"), k = spec.param("k"), batch = spec.param("batch");
     const ArchEfficiency& arch = arch_efficiency(gpu.arch);
     const bool aligned = tensor_aligned(m, n, k, spec.dtype);
-    const double ceiling = aligned ? gemm_efficiency(gpu, spec.dtype) : arch.gemm_unaligned;
+    const bool transposed_a = spec.param("transpose_a") != 0;
+    double ceiling = aligned ? gemm_efficiency(gpu, spec.dtype) : arch.gemm_unaligned;
+    if (spec.dtype == Dtype::tf32 && transposed_a) ceiling *= kTf32TransposedA;
     const double q = std::max(quantisation(m, n, k, batch, arch.gemm_tile_m, arch.gemm_tile_n, gpu.sm_count),
                               quantisation(m, n, k, batch, arch.gemm_tile_n, arch.gemm_tile_m, gpu.sm_count));
     const double flops = 2 * m * n * k * batch;
     const Bytes bytes = batch * (m * k + k * n + m * n) * bytes_of(spec.dtype);
     KernelCost cost = roofline(flops, flops / (peak_flops(gpu, spec.dtype) * ceiling * q), bytes, gpu);
     const Seconds unaligned_memory =
-        hbm_time(bytes, gpu) / unaligned_memory_fraction(spec.param("transpose_a") != 0, spec.param("transpose_b") != 0);
+        hbm_time(bytes, gpu) / unaligned_memory_fraction(transposed_a, spec.param("transpose_b") != 0);
     if (!aligned && unaligned_memory > cost.time) {
       cost.time = unaligned_memory;
       cost.bound = "memory";

@@ -115,6 +115,22 @@ TEST(Gemm, Fp8UsesItsOwnCeilingOnlyWhereFp8UnitsExist) {
   expect_rel(gemm(a100(), m_a, n, k, Dtype::fp8).time, gemm(a100(), m_a, n, k, Dtype::bf16).time);
 }
 
+// TF32 tensor cores read 32-bit operands only K-major, so a transposed A (a weight gradient's
+// TN) runs at 0.67 of the ceiling; B's transposition, 16-bit types and fp32 are unaffected.
+TEST(Gemm, Tf32WithTransposedARunsBelowTheCeiling) {
+  const double m = 128 * 132, n = 2048, k = 8192;
+  const auto layout = [&](Dtype dtype, double ta, double tb) {
+    return kernel_cost(spec("gemm", {{"m", m}, {"n", n}, {"k", k}, {"transpose_a", ta}, {"transpose_b", tb}}, dtype),
+                       h100())
+        .time;
+  };
+  expect_rel(layout(Dtype::tf32, 0, 0), 2 * m * n * k / (494.7e12 * (794.5 / 989)));
+  expect_rel(layout(Dtype::tf32, 0, 1), layout(Dtype::tf32, 0, 0));
+  expect_rel(layout(Dtype::tf32, 1, 0), layout(Dtype::tf32, 0, 0) / 0.67);
+  expect_rel(layout(Dtype::bf16, 1, 0), layout(Dtype::bf16, 0, 0));
+  expect_rel(layout(Dtype::fp32, 1, 0), layout(Dtype::fp32, 0, 0));
+}
+
 // A matrix-vector product moves every weight once for two FLOPs each: HBM-bound, exactly.
 TEST(Gemm, SkinnyGemmIsExactlyMemoryBound) {
   const double m = 1, n = 8192, k = 8192;
