@@ -394,6 +394,18 @@ class DlrmBuilder {
     if (c_.interaction == "dot") {
       if (c_.fused_interaction) {
         fused_interaction("interaction.backward", true);
+        // NVIDIA's kernel returns the vectors' gradient and, apart, the bottom output's. Behind
+        // DLE's exchange the bottom output is a slice of the received vectors (DistributedDlrm:
+        // from_bottom[:, 0, :]), so autograd's select_backward writes its gradient into zeros the
+        // size of all vectors, then adds that to the vectors' gradient; otherwise the bottom
+        // output's two gradients (the cat's slice and the interaction's) are summed.
+        if (dle_exchange) {
+          rank.kernel("interaction.select_backward.zeros", pass_spec(b * vectors * dim, 0, act_bytes_));
+          rank.kernel("interaction.select_backward", strided(pass_spec(b * dim, act_bytes_, act_bytes_)));
+          rank.kernel("interaction.grad_accumulate", pass_spec(b * vectors * dim, 2 * act_bytes_, act_bytes_));
+        } else {
+          rank.kernel("bottom_output.grad_add", strided(pass_spec(b * dim, 2 * act_bytes_, act_bytes_)));
+        }
       } else {
         rank.kernel("interaction.pairs.zero", pass_spec(b * vectors * vectors, 0, act_bytes_));
         rank.kernel("interaction.pairs.backward", pass_spec(b * pairs, 2 * act_bytes_, act_bytes_));
@@ -410,7 +422,9 @@ class DlrmBuilder {
               ? call(models::CollectiveOp::allgather, forward_call.bytes, kEmbeddingGroup)
               : forward_call;
       const std::string back = plan_.kind == ShardingKind::row_wise ? "allgather" : "alltoall";
-      if (dle_exchange) rank.kernel("exchange_grad_split", pass_spec(received_values, act_bytes_, act_bytes_));
+      // BottomToTop.backward: each piece of the split is a column slice, made contiguous.
+      if (dle_exchange)
+        rank.kernel("exchange_grad_split", strided(pass_spec(received_values, act_bytes_, act_bytes_)));
       rank.handoff(kCompute, kEmbeddingComm, "embedding_grads_ready");
       rank.collective(kEmbeddingComm, back + "_backward", backward_call);
       // A data-parallel bottom MLP needs nothing from the exchange, so its backward overlaps

@@ -596,6 +596,39 @@ TEST_F(Dlrm, DleExchangeCopiesAroundTheAlltoall) {
       }
 }
 
+// Behind DLE's exchange the fused interaction's bottom-output gradient comes back through
+// autograd's select_backward (the bottom output is from_bottom[:, 0, :]): zeros the size of all
+// 5 vectors (512 x 5 x 16 per rank), the slice's gradient copied in (512 x 16, a strided view)
+// and the sum with the vectors' gradient; the gradient split before the backward all-to-all
+// copies column slices (strided). Without the exchange only the bottom output's two gradients
+// are summed.
+TEST_F(Dlrm, DleFusedInteractionAccumulatesTheSlicedGradient) {
+  const std::string training = "{global_batch: 1024, dtype: fp16}";
+  const std::string dle = small_dlrm("{rows: [100, 100, 100, 100]}", training, "sharding: {bottom_mlp: rank0}\n");
+  const Trace t = parse(with_model_key(dle, "interaction_kernel: fused"), "0,1");
+  const auto spec_of = [](const Trace& trace, const std::string& name) -> const models::KernelSpec* {
+    for (const Op& o : trace.program(0).ops)
+      if (o.kind == OpKind::kernel && trace.names[o.name] == name) return &trace.kernels[o.kernel];
+    return nullptr;
+  };
+  ASSERT_NE(spec_of(t, "interaction.select_backward.zeros"), nullptr);
+  EXPECT_EQ(spec_of(t, "interaction.select_backward.zeros")->param("elements"), 512 * 5 * 16);
+  EXPECT_EQ(spec_of(t, "interaction.select_backward.zeros")->param("bytes_read"), 0);
+  EXPECT_EQ(spec_of(t, "interaction.select_backward")->param("elements"), 512 * 16);
+  EXPECT_EQ(spec_of(t, "interaction.select_backward")->param("strided"), 1);
+  EXPECT_EQ(spec_of(t, "interaction.grad_accumulate")->param("elements"), 512 * 5 * 16);
+  EXPECT_EQ(spec_of(t, "interaction.grad_accumulate")->param("strided"), 0);
+  EXPECT_EQ(spec_of(t, "exchange_grad_split")->param("strided"), 1);
+  EXPECT_EQ(spec_of(t, "bottom_output.grad_add"), nullptr);
+
+  const Trace single =
+      parse(with_model_key(small_dlrm("{rows: [100, 100, 100, 100]}", training), "interaction_kernel: fused"), "0");
+  EXPECT_EQ(spec_of(single, "interaction.select_backward.zeros"), nullptr);
+  ASSERT_NE(spec_of(single, "bottom_output.grad_add"), nullptr);
+  EXPECT_EQ(spec_of(single, "bottom_output.grad_add")->param("elements"), 1024 * 16);
+  EXPECT_EQ(spec_of(single, "bottom_output.grad_add")->param("strided"), 1);
+}
+
 // Eager PyTorch (no CUDA graph): Lin et al.'s op gap T1 (21 us, training.cpu_op_gap) before
 // every kernel and collective; under a graph none.
 TEST_F(Dlrm, EagerOpsPayTheCpuOpGap) {
