@@ -325,13 +325,14 @@ class DlrmBuilder {
             ? call(models::CollectiveOp::reduce_scatter, reduce_scatter_bytes(), kEmbeddingGroup)
             : call(models::CollectiveOp::alltoall, n_ > 1 ? a2a_bytes() : 0, kEmbeddingGroup);
     // NVIDIA DLE's hybrid parallel moves tensors with PyTorch ops around its all-to-all
-    // (dlrm/nn/parts.py DlrmBottom, dlrm/model/distributed.py BottomToTop): the rank's vectors
-    // are concatenated before it, the received ones after it, and the gradient is split into
-    // contiguous pieces before the backward one; each is a copy (read and write).
+    // (dlrm/nn/parts.py DlrmBottom, dlrm/model/distributed.py BottomToTop): a rank that holds the
+    // bottom MLP and tables concatenates their outputs before it (a rank's joint embedding is
+    // one tensor already), the received vectors are concatenated after it, and the gradient is
+    // split into contiguous pieces before the backward one; each is a copy (read and write).
     const bool dle_exchange = exchanges && c_.bottom_on_rank0;
     const double sent_values = lookup_batch_ * a2a_width(r);
     const double received_values = b * (features() + 1) * c_.embedding_dim;
-    if (dle_exchange && a2a_width(r) > c_.embedding_dim)
+    if (dle_exchange && has_bottom(r) && !groups.empty())
       rank.kernel("exchange_input_cat", pass_spec(sent_values, act_bytes_, act_bytes_));
     if (exchanges) {
       rank.handoff(kCompute, kEmbeddingComm, "pooled_embeddings_ready");
