@@ -189,15 +189,32 @@ class OpFactory {
     return {name, elementwise(t_.param_dtype, elements, read_per, written_per, flops_per)};
   }
 
+  // A kernel PyTorch runs through its non-vectorized elementwise path (models/compute/
+  // elementwise.cpp `strided`): a widening cast (bf16 -> fp32 goes through the unrolled copy,
+  // narrowing casts are vectorized), a binary op with a broadcast operand, a copy from an
+  // expanded view. Measured on an H100 in the FSDP2 trace (validation/measurements/h100-sxm/
+  // fsdp-llama3-8b-4layers.json.gz): RMSNorm's and RoPE's .float() 0.61 of the roof, x * rsqrt
+  // 0.76, * weight 0.48, repeat_kv's copy 0.37, the logits' .float() 0.60; geomean 0.56.
+  static Kernel strided(Kernel k) {
+    k.spec.params["strided"] = 1;
+    return k;
+  }
+  // A cast to fp32 from the narrower parameter dtype: strided (above) when there is one.
+  Kernel widening(Kernel k) const { return a_ < 4 ? strided(std::move(k)) : k; }
+
   // An elementwise op whose backward kernels each read the saved input and the incoming
-  // gradient and write the input gradient: twice the forward kernel's traffic.
+  // gradient and write the input gradient: twice the forward kernel's traffic. Of those only a
+  // narrowing cast's backward (a widening cast of the gradient) is known to be non-vectorized.
   ModuleOp pointwise(Kernels forward) const {
     ModuleOp op;
     for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
       Kernel k = *it;
       k.name += ".backward";
+      const bool narrowing = k.spec.params["bytes_read"] > k.spec.params["bytes_written"] &&
+                             k.spec.params["bytes_written"] > 0 && k.spec.params["flops"] <= 1;
       k.spec.params["bytes_read"] *= 2;
       k.spec.params["bytes_written"] *= 2;
+      k.spec.params["strided"] = narrowing && a_ < 4 ? 1 : 0;
       op.backward.push_back(std::move(k));
     }
     op.forward = std::move(forward);
@@ -210,9 +227,10 @@ class OpFactory {
     const double e = tokens * m_.hidden;
     ModuleOp op;
     if (m_.norm == Norm::rmsnorm) {
-      op = pointwise({ew(name + ".float", e, a_, 4), ew(name + ".pow", e, 4, 4), ew(name + ".mean", e, 4, 0),
+      op = pointwise({widening(ew(name + ".float", e, a_, 4)), ew(name + ".pow", e, 4, 4), ew(name + ".mean", e, 4, 0),
                       ew(name + ".add_eps", tokens, 4, 4), ew(name + ".rsqrt", tokens, 4, 4),
-                      ew(name + ".mul_rsqrt", e, 4, 4), ew(name + ".type_as", e, 4, a_), ew(name + ".mul_weight", e, a_, a_)});
+                      strided(ew(name + ".mul_rsqrt", e, 4, 4)), ew(name + ".type_as", e, 4, a_),
+                      strided(ew(name + ".mul_weight", e, a_, a_))});
     } else {
       op.forward = {ew(name, e, a_, a_, 8)};
       op.backward = {ew(name + ".backward_input", e, 2 * a_, a_, 8), ew(name + ".backward_weight", e, 2 * a_, 0, 2)};
@@ -310,7 +328,7 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     Kernels rope;
     for (const auto& [which, width] : {std::pair{"q", d.q}, std::pair{"k", d.kv}}) {
       const std::string name = std::string("attention.rope_") + which;
-      rope.push_back(f.ew(name + ".float", tokens * width, a, 4));
+      rope.push_back(f.widening(f.ew(name + ".float", tokens * width, a, 4)));
       rope.push_back(f.ew(name + ".mul", tokens * width, 4, 4, 3));
       rope.push_back(f.ew(name + ".type_as", tokens * width, 4, a));
     }
@@ -321,7 +339,7 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     ModuleOp repeat;
     for (const char* which : {"k", "v"}) {
       const std::string name = std::string("attention.repeat_kv_") + which;
-      repeat.forward.push_back(f.ew(name, tokens * d.kv, a, a * d.q / d.kv, 0));
+      repeat.forward.push_back(f.strided(f.ew(name, tokens * d.kv, a, a * d.q / d.kv, 0)));
       repeat.backward.push_back(f.ew(name + ".backward", tokens * d.kv, a * d.q / d.kv, a));
     }
     ops.push_back(repeat);
@@ -440,7 +458,7 @@ Block head_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weight
   // torchtitan's loss_fn: cross_entropy(pred.flatten(0, 1).float(), labels): cast the logits to
   // fp32, log_softmax, nll_loss; backward: nll's one-hot gradient, log_softmax's, cast back.
   ModuleOp loss;
-  loss.forward = {f.ew("loss.float", logits, a, 4, 0), f.ew("loss.log_softmax", logits, 4, 4, 4),
+  loss.forward = {f.widening(f.ew("loss.float", logits, a, 4, 0)), f.ew("loss.log_softmax", logits, 4, 4, 4),
                   f.ew("loss.nll", tokens, 8, 4)};
   loss.backward = {f.ew("loss.nll.backward", logits, 0, 4, 0), f.ew("loss.log_softmax.backward", logits, 8, 4, 3),
                    f.ew("loss.float.backward", logits, 4, a, 0)};

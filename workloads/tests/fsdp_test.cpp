@@ -163,6 +163,32 @@ TEST_F(FsdpTest, HybridShardOnTwoNodesShardsWithinNodesAndReplicatesAcross) {
   EXPECT_DOUBLE_EQ(trace.collectives[find_op(trace, "layers.3.all_reduce")->collective].bytes, kLlama8bBlock / 8 * 4);
 }
 
+// PyTorch's non-vectorized elementwise kernels (`strided`): in bf16, RMSNorm's and RoPE's
+// widening .float(), the broadcast x * rsqrt and * weight, repeat_kv's copy and the logits'
+// .float(); of the backward kernels only the narrowing type_as's (a widening cast of the
+// gradient). With fp32 parameters .float() is a plain copy.
+TEST_F(FsdpTest, NonVectorizedElementwiseKernelsAreStrided) {
+  const auto strided = [](const Trace& trace, const std::string& name) {
+    const Op* op = find_op(trace, name);
+    EXPECT_NE(op, nullptr) << name;
+    return op ? trace.kernels[op->kernel].param("strided") : -1.0;
+  };
+  const Trace bf16 = load("llama3-8b");
+  for (const char* name : {"layers.0.attention_norm.float", "layers.0.attention_norm.mul_rsqrt",
+                           "layers.0.attention_norm.mul_weight", "layers.0.attention.rope_q.float",
+                           "layers.0.attention.repeat_kv_k", "loss.float", "layers.0.attention_norm.type_as.backward",
+                           "layers.0.attention.rope_q.type_as.backward"})
+    EXPECT_EQ(strided(bf16, name), 1) << name;
+  for (const char* name : {"layers.0.attention_norm.type_as", "layers.0.attention_norm.pow",
+                           "layers.0.attention.rope_q.mul", "layers.0.attention_norm.float.backward",
+                           "layers.0.attention_norm.mul_weight.backward", "loss.float.backward"})
+    EXPECT_EQ(strided(bf16, name), 0) << name;
+  const Trace fp32 = load("llama3-8b", {"training.param_dtype=fp32", "training.reduce_dtype=fp32"});
+  EXPECT_EQ(strided(fp32, "layers.0.attention_norm.float"), 0);
+  EXPECT_EQ(strided(fp32, "layers.0.attention_norm.type_as.backward"), 0);
+  EXPECT_EQ(strided(fp32, "layers.0.attention_norm.mul_rsqrt"), 1);
+}
+
 TEST_F(FsdpTest, GemmFlopsAreSixTimesParametersTimesTokensPlusRecomputation) {
   // 6 N T over the GEMM weights (every linear of the blocks and the output projection); N is the
   // parameter count without the token embedding, less the norm weights (0.004 % of it).
