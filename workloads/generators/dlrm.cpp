@@ -438,14 +438,11 @@ class DlrmBuilder {
     }
     if (plan_.kind != ShardingKind::data_parallel) buckets.flush();  // the bottom MLP's were the last
     const bool sparse = sparse_gradient();
-    // PyTorch's stacked gradient (DLE's joint one) is cast back to the tables' type once; behind
-    // PyTorch's interaction it is a slice of the cat's gradient.
-    if (c_.torch_embedding_bag && !groups.empty() && act_bytes_ < embedding_bytes) {
-      const KernelSpec cast = pass_spec(local_values, act_bytes_, embedding_bytes);
-      rank.kernel("embedding_grad_cast", c_.fused_interaction ? cast : strided(cast));
-    }
+    // PyTorch's stacked gradient (DLE's joint one) is cast back to the tables' type once.
+    if (c_.torch_embedding_bag && !groups.empty() && act_bytes_ < embedding_bytes)
+      rank.kernel("embedding_grad_cast", widening_cast(local_values, act_bytes_, embedding_bytes));
     if (joint_sparse(groups) && act_bytes_ < 4)
-      rank.kernel("embedding_grad_cast", pass_spec(local_values, act_bytes_, 4));
+      rank.kernel("embedding_grad_cast", widening_cast(local_values, act_bytes_, 4));
     for (std::size_t g = 0; g < groups.size(); ++g) {
       if (c_.torch_embedding_bag) {
         // nn.EmbeddingBag's sparse backward per table: an index_select of the pooled gradient by
@@ -457,7 +454,7 @@ class DlrmBuilder {
         // type under AMP), one row per lookup (a view for one-hot features, a copy for bags).
         const double pooled = lookup_batch_ * groups[g].tables * groups[g].dim;
         if (act_bytes_ < 4 && !joint_sparse(groups))
-          rank.kernel("embedding_grad_cast" + suffix(g), pass_spec(pooled, act_bytes_, 4));
+          rank.kernel("embedding_grad_cast" + suffix(g), widening_cast(pooled, act_bytes_, 4));
         if (groups[g].pooling > 1)
           rank.kernel("embedding_grad_rows" + suffix(g),
                       gather_spec(lookup_batch_ * groups[g].tables * groups[g].pooling, groups[g].dim));
@@ -616,7 +613,7 @@ class DlrmBuilder {
     if (has_bottom(r)) {
       const double dense = bottom_batch() * c_.dense_features;
       upload("input.numerical", dense * 2);
-      launch("input.numerical_cast", pass_spec(dense, 2, 4));
+      launch("input.numerical_cast", widening_cast(dense, 2, 4));
     }
     rank.device_sync("torch.cuda.synchronize");
   }
@@ -666,6 +663,11 @@ class DlrmBuilder {
   static KernelSpec strided(KernelSpec pass) {
     pass.params["strided"] = 1;
     return pass;
+  }
+  /// A cast of `elements` to a wider type: PyTorch copies those with its unrolled,
+  /// non-vectorized kernel (narrowing casts are vectorized; docs/fsdp.md).
+  static KernelSpec widening_cast(double elements, double from_bytes, double to_bytes) {
+    return strided(pass_spec(elements, from_bytes, to_bytes));
   }
 
   template <typename GemmOp>
