@@ -58,25 +58,6 @@ constexpr const char* kHistogramMeaning =
     "17 fractions of a batch's unique indices (one table) that occur 1, 2, 3-4, 5-8, ..., 16385-32768 and "
     "more than 32768 times (Lin et al.'s reuse factors)";
 
-// CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": maximum
-// resident warps per SM and maximum shared memory per SM.
-struct SmLimits {
-  int sm_version;
-  double warps;
-  Bytes shared_memory;
-};
-constexpr double kKiB = 1024;
-const SmLimits kSmLimits[] = {{60, 64, 64 * kKiB},  {70, 64, 96 * kKiB},  {75, 32, 64 * kKiB},
-                              {80, 64, 164 * kKiB}, {86, 48, 100 * kKiB}, {89, 48, 100 * kKiB},
-                              {90, 64, 228 * kKiB}, {100, 64, 228 * kKiB}};
-
-const SmLimits& sm_limits(int sm_version) {
-  const SmLimits* best = &kSmLimits[0];
-  for (const SmLimits& limits : kSmLimits)
-    if (limits.sm_version <= sm_version) best = &limits;
-  return *best;
-}
-
 double round_up_32(Bytes bytes) { return std::ceil(bytes / 32) * 32; }
 
 struct Lookup {

@@ -60,6 +60,17 @@ const ArchEfficiency& arch_efficiency(platforms::GpuArch arch) {
   throw std::logic_error("arch_efficiency: unknown GPU architecture");
 }
 
+const SmLimits& sm_limits(int sm_version) {
+  constexpr double kKiB = 1024;
+  static const SmLimits kSmLimits[] = {{60, 64, 64 * kKiB},  {70, 64, 96 * kKiB},  {75, 32, 64 * kKiB},
+                                       {80, 64, 164 * kKiB}, {86, 48, 100 * kKiB}, {89, 48, 100 * kKiB},
+                                       {90, 64, 228 * kKiB}, {100, 64, 228 * kKiB}};
+  const SmLimits* best = &kSmLimits[0];
+  for (const SmLimits& limits : kSmLimits)
+    if (limits.sm_version <= sm_version) best = &limits;
+  return *best;
+}
+
 double wave_utilisation(double ctas, int sm_count) {
   if (ctas <= 0) return 1;
   const double slots = std::ceil(ctas / sm_count) * sm_count;

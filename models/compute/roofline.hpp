@@ -23,6 +23,16 @@ struct ArchEfficiency {
 
 const ArchEfficiency& arch_efficiency(platforms::GpuArch arch);
 
+/// @brief Per-SM limits of a compute capability (CUDA C++ Programming Guide, "Technical
+/// Specifications per Compute Capability").
+struct SmLimits {
+  int sm_version;
+  double warps;          ///< maximum resident warps per SM
+  Bytes shared_memory;   ///< maximum shared memory per SM
+};
+/// @brief The limits of the newest listed compute capability not above `sm_version`.
+const SmLimits& sm_limits(int sm_version);
+
 /// @brief Fraction of the SM slots of the launched waves that `ctas` equal CTAs keep busy:
 /// ctas / (ceil(ctas / sm_count) * sm_count). A grid of 133 CTAs on 132 SMs runs two waves
 /// and keeps 50.4 % of them busy.

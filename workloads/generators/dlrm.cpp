@@ -381,10 +381,11 @@ class DlrmBuilder {
     rank.kernel("loss_backward", loss_backward(b));
     for (std::size_t i = top.size(); i-- > 0;) {
       const std::string layer = "top_mlp.fc" + std::to_string(i);
-      epilogue_backward(rank, layer, b * top[i].out, i + 1 < top.size());
+      const bool relu = i + 1 < top.size();
+      if (relu) relu_backward(rank, layer, b, top[i].out);
       gemm_op(layer + ".dgrad", Layout::nn, b, top[i].in, top[i].out);
       gemm_op(layer + ".wgrad", Layout::tn, top[i].out, top[i].in, b);
-      bias_grad(rank, layer, b * top[i].out);
+      bias_grad(rank, layer, b, top[i].out, relu);
       const double params = static_cast<double>(top[i].in) * top[i].out + top[i].out;
       buckets.add(params * 4);
       dense_params += params;
@@ -623,15 +624,19 @@ class DlrmBuilder {
     if (c_.mlp_epilogue != MlpEpilogue::fused) rank.kernel(layer + ".relu", pass_spec(elements, act_bytes_, act_bytes_));
   }
   /// Before a layer's GEMMs: the ReLU's gradient (output and its gradient read, input gradient
-  /// written); apex folds the bias gradient's reduction into it.
-  void epilogue_backward(RankBuilder& rank, const std::string& layer, double elements, bool relu) const {
-    if (c_.mlp_epilogue == MlpEpilogue::fused) return;
-    if (relu) rank.kernel(layer + ".relu_backward", pass_spec(elements, 2 * act_bytes_, act_bytes_));
-    else if (c_.mlp_epilogue == MlpEpilogue::apex) rank.kernel(layer + ".bias_grad", pass_spec(elements, act_bytes_, 0));
+  /// written); apex's kernel also sums the bias gradient.
+  void relu_backward(RankBuilder& rank, const std::string& layer, double rows, double cols) const {
+    if (c_.mlp_epilogue == MlpEpilogue::torch)
+      rank.kernel(layer + ".relu_backward", pass_spec(rows * cols, 2 * act_bytes_, act_bytes_));
+    if (c_.mlp_epilogue == MlpEpilogue::apex)
+      rank.kernel(layer + ".relu_backward",
+                  KernelSpec{"apex_bias_backward", c_.dtype, {{"rows", rows}, {"cols", cols}, {"relu", 1}}, {}});
   }
-  /// PyTorch's bias gradient: a reduction of the output gradient over the batch.
-  void bias_grad(RankBuilder& rank, const std::string& layer, double elements) const {
-    if (c_.mlp_epilogue == MlpEpilogue::torch) rank.kernel(layer + ".bias_grad", pass_spec(elements, act_bytes_, 0));
+  /// After a layer's GEMMs, nn.Linear's bias gradient: the output gradient summed over the batch
+  /// (under apex only for the last top layer, DLE's plain nn.Linear `out`).
+  void bias_grad(RankBuilder& rank, const std::string& layer, double rows, double cols, bool relu) const {
+    if (c_.mlp_epilogue == MlpEpilogue::torch || (c_.mlp_epilogue == MlpEpilogue::apex && !relu))
+      rank.kernel(layer + ".bias_grad", KernelSpec{"column_sum", c_.dtype, {{"rows", rows}, {"cols", cols}}, {}});
   }
   /// The sparse SGD step's index_add of `rows` gradient rows into the tables; `hottest`: the
   /// most of them that land on one row.
@@ -676,11 +681,11 @@ class DlrmBuilder {
     if (!has_bottom(r)) return;
     for (std::size_t i = bottom.size(); i-- > 0;) {
       const std::string layer = "bottom_mlp.fc" + std::to_string(i);
-      epilogue_backward(rank, layer, bb * bottom[i].out, true);
+      relu_backward(rank, layer, bb, bottom[i].out);
       // The dense features need no gradient, so the first layer has no dgrad.
       if (i > 0) gemm_op(layer + ".dgrad", Layout::nn, bb, bottom[i].in, bottom[i].out);
       gemm_op(layer + ".wgrad", Layout::tn, bottom[i].out, bottom[i].in, bb);
-      bias_grad(rank, layer, bb * bottom[i].out);
+      bias_grad(rank, layer, bb, bottom[i].out, true);
       const double params = static_cast<double>(bottom[i].in) * bottom[i].out + bottom[i].out;
       // On rank 0 alone (NVIDIA's placement) the bottom MLP is not replicated: no allreduce.
       if (!c_.bottom_on_rank0) buckets.add(params * 4);
@@ -768,7 +773,8 @@ class DlrmBuilder {
                                                               "the bias reduction backward"
                                                             : "PyTorch nn.Linear + nn.ReLU: ReLU forward, ReLU gradient "
                                                               "and bias reduction backward") +
-                      ")");
+                      "; the bias reduction's last CTA adds its split's partial sums one after another, "
+                      "which outweighs the bytes on a tall batch)");
     if (c_.interaction == "dot" && !c_.fused_interaction)
       notes.push_back("dot interaction as PyTorch runs it: cat, bmm, index_select of the lower triangle and cat "
                       "forward; the index_select's index_add, both bmm gradients and their sums backward");

@@ -189,6 +189,11 @@ class OpFactory {
     return {name, elementwise(t_.param_dtype, elements, read_per, written_per, flops_per)};
   }
 
+  // A weight's gradient summed over the tokens (PyTorch's reduce_kernel, models/compute/column_sum.cpp).
+  Kernel token_sum(const std::string& name, double tokens, double width) const {
+    return {name, models::KernelSpec{"column_sum", t_.param_dtype, {{"rows", tokens}, {"cols", width}}, {}}};
+  }
+
   // A kernel PyTorch runs through its non-vectorized elementwise path (models/compute/
   // elementwise.cpp `strided`): a widening cast (bf16 -> fp32 goes through the unrolled copy,
   // narrowing casts are vectorized), a binary op with a broadcast operand, a copy from an
@@ -231,6 +236,8 @@ class OpFactory {
                       ew(name + ".add_eps", tokens, 4, 4), ew(name + ".rsqrt", tokens, 4, 4),
                       strided(ew(name + ".mul_rsqrt", e, 4, 4)), ew(name + ".type_as", e, 4, a_),
                       strided(ew(name + ".mul_weight", e, a_, a_))});
+      // The broadcast weight's gradient: the product with the normalized input summed over tokens.
+      op.backward.insert(op.backward.begin() + 1, token_sum(name + ".weight_grad", tokens, m_.hidden));
     } else {
       op.forward = {ew(name, e, a_, a_, 8)};
       op.backward = {ew(name + ".backward_input", e, 2 * a_, a_, 8), ew(name + ".backward_weight", e, 2 * a_, 0, 2)};
@@ -247,7 +254,7 @@ class OpFactory {
     op.matmul = true;
     op.forward = {{name, gemm(tokens, out, in)}};
     op.backward = {{name + ".dgrad", gemm(tokens, in, out)}, {name + ".wgrad", gemm(out, in, tokens)}};
-    if (m_.bias) op.backward.push_back(ew(name + ".bias_grad", tokens * out, a_, 0));
+    if (m_.bias) op.backward.push_back(token_sum(name + ".bias_grad", tokens, out));
     op.weight = name;
     op.weight_params = linear_params(m_, in, out);
     return op;

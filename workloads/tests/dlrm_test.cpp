@@ -725,58 +725,72 @@ TEST_F(Dlrm, FusedInteractionIsOneKernelEachWay) {
 }
 
 // Elements of every kernel op named `name` on `rank`, in issue order.
+std::vector<const models::KernelSpec*> kernels_named(const Trace& t, int rank, const std::string& name) {
+  std::vector<const models::KernelSpec*> out;
+  for (const Op& o : t.program(rank).ops)
+    if (o.kind == OpKind::kernel && t.names[o.name] == name) out.push_back(&t.kernels[o.kernel]);
+  return out;
+}
+
 std::vector<double> pass_elements(const Trace& t, int rank, const std::string& name) {
   std::vector<double> out;
-  for (const Op& o : t.program(rank).ops)
-    if (o.kind == OpKind::kernel && t.names[o.name] == name) out.push_back(t.kernels[o.kernel].param("elements"));
+  for (const models::KernelSpec* k : kernels_named(t, rank, name)) out.push_back(k->param("elements"));
+  return out;
+}
+
+// A reduction over the batch: its kind and rows x cols.
+std::vector<std::string> reductions(const Trace& t, int rank, const std::string& name) {
+  std::vector<std::string> out;
+  for (const models::KernelSpec* k : kernels_named(t, rank, name))
+    out.push_back(k->kind + " " + std::to_string(int(k->param("rows"))) + "x" + std::to_string(int(k->param("cols"))));
   return out;
 }
 
 // mlp_epilogue torch: a ReLU kernel after every GEMM but the last top layer's (local batch 512
 // on each of 2 GPUs, widths 32, 16 | 64, 1), its gradient before the layer's GEMMs and the bias
-// gradient's reduction after them; apex folds that reduction into the ReLU gradient, so only
-// the ReLU-less last layer reduces alone; fused adds nothing.
+// gradient's reduction (column_sum) after them; apex's ReLU gradient kernel also reduces the
+// bias, so only the ReLU-less last layer (DLE's plain nn.Linear) reduces alone; fused adds nothing.
 TEST_F(Dlrm, MlpEpiloguesAreSeparateMemoryPasses) {
   const std::string training = "{global_batch: 1024, dtype: fp16}";
   const auto with = [&](const std::string& epilogue) {
     return parse(with_model_key(small_dlrm("{rows: [100, 100]}", training), "mlp_epilogue: " + epilogue), "0,1");
   };
   const Trace torch = with("torch"), apex = with("apex"), fused = with("fused");
-  const std::map<std::string, double> outputs{
-      {"bottom_mlp.fc0", 512 * 32}, {"bottom_mlp.fc1", 512 * 16}, {"top_mlp.fc0", 512 * 64}, {"top_mlp.fc1", 512}};
-  for (const auto& [layer, elements] : outputs) {
+  const std::map<std::string, int> widths{{"bottom_mlp.fc0", 32}, {"bottom_mlp.fc1", 16}, {"top_mlp.fc0", 64}, {"top_mlp.fc1", 1}};
+  for (const auto& [layer, width] : widths) {
     const bool relu = layer != "top_mlp.fc1";
-    for (const Trace* t : {&torch, &apex}) {
+    const double elements = 512.0 * width;
+    const std::string shape = "512x" + std::to_string(width);
+    for (const Trace* t : {&torch, &apex})
       EXPECT_EQ(pass_elements(*t, 0, layer + ".relu"), relu ? std::vector<double>{elements} : std::vector<double>{})
           << layer;
-      EXPECT_EQ(pass_elements(*t, 0, layer + ".relu_backward").size(), relu ? 1u : 0u) << layer;
-    }
-    EXPECT_EQ(pass_elements(torch, 0, layer + ".bias_grad"), std::vector<double>{elements}) << layer;
-    EXPECT_EQ(pass_elements(apex, 0, layer + ".bias_grad").size(), relu ? 0u : 1u) << layer;
+    EXPECT_EQ(pass_elements(torch, 0, layer + ".relu_backward"), relu ? std::vector<double>{elements} : std::vector<double>{})
+        << layer;
+    EXPECT_EQ(reductions(apex, 0, layer + ".relu_backward"),
+              relu ? std::vector<std::string>{"apex_bias_backward " + shape} : std::vector<std::string>{})
+        << layer;
+    EXPECT_EQ(reductions(torch, 0, layer + ".bias_grad"), std::vector<std::string>{"column_sum " + shape}) << layer;
+    EXPECT_EQ(reductions(apex, 0, layer + ".bias_grad"),
+              relu ? std::vector<std::string>{} : std::vector<std::string>{"column_sum " + shape})
+        << layer;
     for (const char* suffix : {".relu", ".relu_backward", ".bias_grad"})
-      EXPECT_TRUE(pass_elements(fused, 0, layer + suffix).empty()) << layer << suffix;
+      EXPECT_TRUE(kernels_named(fused, 0, layer + suffix).empty()) << layer << suffix;
   }
-  // fp16 activations: the ReLU reads and writes 2 bytes, its gradient reads output and gradient.
-  for (const Op& o : torch.program(0).ops) {
-    if (o.kind != OpKind::kernel) continue;
-    const std::string& name = torch.names[o.name];
-    const models::KernelSpec& k = torch.kernels[o.kernel];
-    if (name == "top_mlp.fc0.relu") {
-      EXPECT_EQ(k.param("bytes_read"), 2);
-      EXPECT_EQ(k.param("bytes_written"), 2);
-    }
-    if (name == "top_mlp.fc0.relu_backward") {
-      EXPECT_EQ(k.param("bytes_read"), 4);
-    }
-    if (name == "top_mlp.fc0.bias_grad") {
-      EXPECT_EQ(k.param("bytes_written"), 0);
-    }
-  }
+  // fp16 activations: the ReLU reads and writes 2 bytes, its gradient reads output and gradient;
+  // the reductions run on fp16, apex's with the ReLU's gradient.
+  EXPECT_EQ(kernels_named(torch, 0, "top_mlp.fc0.relu")[0]->param("bytes_read"), 2);
+  EXPECT_EQ(kernels_named(torch, 0, "top_mlp.fc0.relu")[0]->param("bytes_written"), 2);
+  EXPECT_EQ(kernels_named(torch, 0, "top_mlp.fc0.relu_backward")[0]->param("bytes_read"), 4);
+  EXPECT_EQ(kernels_named(torch, 0, "top_mlp.fc0.bias_grad")[0]->dtype, models::Dtype::fp16);
+  EXPECT_EQ(kernels_named(apex, 0, "top_mlp.fc0.relu_backward")[0]->param("relu"), 1);
   // The relu gradient precedes the layer's GEMMs, the bias gradient follows them.
-  const std::vector<std::string> names = op_names(torch, 0);
-  const auto at = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) - names.begin(); };
-  EXPECT_LT(at("top_mlp.fc0.relu_backward"), at("top_mlp.fc0.dgrad"));
-  EXPECT_LT(at("top_mlp.fc0.wgrad"), at("top_mlp.fc0.bias_grad"));
+  for (const Trace* t : {&torch, &apex}) {
+    const std::vector<std::string> names = op_names(*t, 0);
+    const auto at = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) - names.begin(); };
+    EXPECT_LT(at("top_mlp.fc0.relu_backward"), at("top_mlp.fc0.dgrad"));
+    EXPECT_LT(at("top_mlp.fc1.wgrad"), at("top_mlp.fc1.bias_grad"));
+    if (t == &torch) EXPECT_LT(at("top_mlp.fc0.wgrad"), at("top_mlp.fc0.bias_grad"));
+  }
 }
 
 // interaction_kernel gemm is PyTorch's sequence, here for 512 samples of V = 3 vectors (2 tables

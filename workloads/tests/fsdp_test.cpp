@@ -189,6 +189,22 @@ TEST_F(FsdpTest, NonVectorizedElementwiseKernelsAreStrided) {
   EXPECT_EQ(strided(fp32, "layers.0.attention_norm.mul_rsqrt"), 1);
 }
 
+// Weight gradients of broadcast parameters are sums over the tokens (PyTorch's reduce_kernel):
+// RMSNorm's weight right after its product's backward, and each biased linear's bias.
+TEST_F(FsdpTest, BroadcastWeightGradientsAreTokenSums) {
+  const auto reduction = [](const Trace& trace, const std::string& name) {
+    const Op* op = find_op(trace, name);
+    if (op == nullptr) return std::string("missing");
+    const models::KernelSpec& k = trace.kernels[op->kernel];
+    return k.kind + " " + std::to_string(int(k.param("rows"))) + "x" + std::to_string(int(k.param("cols")));
+  };
+  EXPECT_EQ(reduction(load("llama3-8b"), "layers.0.attention_norm.weight_grad"), "column_sum 16384x4096");
+  EXPECT_EQ(reduction(load("llama3-8b"), "layers.0.attention.wq.bias_grad"), "missing");
+  const Trace gpt = load("gpt2-xl");
+  EXPECT_EQ(find_op(gpt, "layers.0.attention_norm.weight_grad"), nullptr);  // LayerNorm: its own kernels
+  EXPECT_EQ(reduction(gpt, "layers.0.attention.wq.bias_grad"), "column_sum 4096x1600");  // 4 x 1024 tokens
+}
+
 TEST_F(FsdpTest, GemmFlopsAreSixTimesParametersTimesTokensPlusRecomputation) {
   // 6 N T over the GEMM weights (every linear of the blocks and the output projection); N is the
   // parameter count without the token embedding, less the norm weights (0.004 % of it).

@@ -89,9 +89,9 @@ TEST(Dtype, PeakFlopsUsesTensorRatesAndFallsBack) {
 TEST(Registry, ListsEveryKind) {
   std::vector<std::string> kinds;
   for (const KernelModelInfo* info : KernelModelRegistry::instance().all()) kinds.push_back(info->kind);
-  EXPECT_EQ(kinds, (std::vector<std::string>{"attention", "dot_interaction", "elementwise", "embedding_backward",
-                                             "embedding_forward", "gather", "gemm", "index_add",
-                                             "torch_embedding_bag"}));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"apex_bias_backward", "attention", "column_sum", "dot_interaction",
+                                             "elementwise", "embedding_backward", "embedding_forward", "gather", "gemm",
+                                             "index_add", "torch_embedding_bag"}));
 }
 
 // m = 128 x 132 rows on 132 SMs, n a multiple of 256: every 128x256 tile is full and the grid
@@ -393,6 +393,73 @@ TEST(Gather, IndexSelectRunsAtAFractionOfTheHbmRoof) {
   EXPECT_LT(c.time, 41.7e-6);
 }
 
+KernelCost column_sum(const GpuModel& g, double rows, double cols, Dtype dtype) {
+  return kernel_cost(spec("column_sum", {{"rows", rows}, {"cols", cols}}, dtype), g);
+}
+
+// PyTorch's sum over the 65536 rows of a 65536 x 256 fp16 matrix on an H100 (132 SMs, 2048
+// threads each): blocks of 32 x 4 threads, 4 columns per thread, so 2 CTAs across the columns;
+// the 16384 rows per block.y lane split over min(ceil(2112 / 2), 16384 / 16) = 1024 CTAs, whose
+// partials the last CTA's 4 rows of threads add 256 each: 0.79 of the roof on the bytes, 5.3 us,
+// 256 x 0.225 us.
+TEST(ColumnSum, LastCtaAddsThePartialsOfATallMatrixInSequence) {
+  const KernelCost c = column_sum(h100(), 65536, 256, Dtype::fp16);
+  expect_rel(c.bytes, 65537.0 * 256 * 2);
+  expect_rel(c.time, hbm_time(c.bytes, h100()) / 0.79 + 5.3e-6 + 256 * 0.225e-6);
+  EXPECT_EQ(c.bound, "latency");
+  // 8192 rows: 2048 per lane, 128 CTAs, 32 partials each.
+  expect_rel(column_sum(h100(), 8192, 256, Dtype::fp16).time,
+             hbm_time(8193.0 * 256 * 2, h100()) / 0.79 + 5.3e-6 + 32 * 0.225e-6);
+  // Few rows are not split over CTAs (16 per lane); one column reduces along the rows in one CTA.
+  expect_rel(column_sum(h100(), 64, 256, Dtype::fp16).time, hbm_time(65.0 * 256 * 2, h100()) / 0.79 + 5.3e-6);
+  expect_rel(column_sum(h100(), 65536, 1, Dtype::fp16).time, hbm_time(65537.0 * 2, h100()) / 0.79 + 5.3e-6);
+}
+
+// The calibration set (H100 SXM, PyTorch 2.11, validation/measurements/h100-sxm/*.json.gz): the
+// mean kernel time of each (rows, cols, dtype) class of reduce_kernel<128, 4> in the DLRM traces
+// (bias gradients) and the FSDP trace (RMSNorm weight gradients). The bytes alone would make
+// 65536 x 128 fp16 5.5 us.
+TEST(ColumnSum, MatchesPyTorchsReduceKernelOnAnH100) {
+  struct Case {
+    double rows, cols;
+    Dtype dtype;
+    Seconds measured;
+  };
+  const Case cases[] = {{65536, 128, Dtype::fp16, 69.7e-6},  {65536, 256, Dtype::fp16, 76.3e-6},
+                        {65536, 512, Dtype::fp16, 62.4e-6},  {65536, 1024, Dtype::fp16, 82.1e-6},
+                        {8192, 128, Dtype::fp16, 15.6e-6},   {8192, 256, Dtype::fp16, 14.7e-6},
+                        {8192, 512, Dtype::fp16, 15.2e-6},   {8192, 1024, Dtype::fp16, 17.9e-6},
+                        {65536, 128, Dtype::fp32, 74.2e-6},  {65536, 256, Dtype::fp32, 92.2e-6},
+                        {65536, 512, Dtype::fp32, 99.0e-6},  {65536, 1024, Dtype::fp32, 121.4e-6},
+                        {8192, 128, Dtype::fp32, 14.7e-6},   {8192, 256, Dtype::fp32, 16.2e-6},
+                        {8192, 512, Dtype::fp32, 17.0e-6},   {8192, 1024, Dtype::fp32, 27.2e-6},
+                        {16384, 4096, Dtype::bf16, 67.8e-6}};
+  double log_sum = 0;
+  for (const Case& c : cases) {
+    const double ratio = column_sum(h100(), c.rows, c.cols, c.dtype).time / c.measured;
+    EXPECT_NEAR(ratio, 1, 0.16) << c.rows << " x " << c.cols << " " << to_string(c.dtype);
+    log_sum += std::abs(std::log(ratio));
+  }
+  EXPECT_LT(std::exp(log_sum / std::size(cases)) - 1, 0.06);
+}
+
+// apex's fused ReLU and bias backward of DLRM's bottom MLP on rank 0 of a DGX-2 (V100, 80 SMs):
+// 65536 x 128 fp16 is one CTA across the columns and min(256, 320) = 256 along the rows, so
+// the last CTA adds 256 partials; 65536 x 512 has 4 CTAs across, at most 80 along.
+TEST(ApexBiasBackward, GridOfFourCtasPerSmSetsTheChain) {
+  const GpuModel& g = v100();
+  const auto cost = [&](double rows, double cols, double relu) {
+    return kernel_cost(spec("apex_bias_backward", {{"rows", rows}, {"cols", cols}, {"relu", relu}}, Dtype::fp16), g);
+  };
+  const KernelCost narrow = cost(65536, 128, 1);
+  expect_rel(narrow.bytes, (3 * 65536.0 + 1) * 128 * 2);
+  expect_rel(narrow.time, hbm_time(narrow.bytes, g) / 0.79 + 5.3e-6 + 256 * 0.225e-6);
+  expect_rel(cost(65536, 512, 1).time, hbm_time((3 * 65536.0 + 1) * 512 * 2, g) / 0.79 + 5.3e-6 + 80 * 0.225e-6);
+  // Without the ReLU only the gradient is read; 256 rows fit one CTA, so no partials.
+  expect_rel(cost(65536, 128, 0).bytes, 65537.0 * 128 * 2);
+  expect_rel(cost(256, 128, 0).time, hbm_time(257.0 * 128 * 2, g) / 0.79 + 5.3e-6);
+}
+
 // A 3-row table's update: 65536 rows land on 3, so each destination element takes 21845
 // atomics one after another at 12.7 ns (the H100 fit): 277 us, where the bandwidth bound is 66
 // (measured 220). A 14-row table's 4681 hits per row (59 us) stay under the bandwidth bound.
@@ -502,7 +569,7 @@ TEST(CompleteKernel, FillsDefaults) {
 TEST(CompleteKernel, RejectsBadInputNamingWhereAndTheAllowedParameters) {
   const std::string unknown_kind = config_error({"conv", Dtype::bf16, {}, {}});
   EXPECT_TRUE(contains(unknown_kind, "unknown kernel kind 'conv'"));
-  EXPECT_TRUE(contains(unknown_kind, "attention, dot_interaction, elementwise, embedding_backward, embedding_forward, gather, gemm"));
+  EXPECT_TRUE(contains(unknown_kind, "apex_bias_backward, attention, column_sum, dot_interaction, elementwise, embedding_backward"));
 
   const std::string unknown = config_error({"gemm", Dtype::bf16, {{"m", 1}, {"n", 1}, {"k", 1}, {"kk", 1}}, {}});
   EXPECT_TRUE(contains(unknown, "unknown parameter 'kk'"));
