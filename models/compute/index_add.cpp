@@ -17,6 +17,18 @@
 /// predicted 277/208/83 and 35/26/10): before, 66 us for all of them. A 14-row table (4681 hits
 /// per row, 59 us of chain) runs at the bandwidth bound, as the model says. A calibration input
 /// for other GPUs.
+///
+/// Strided (`strided: 1`): the index runs along an inner dimension, so a "row" is a strided
+/// slice (index_select's backward over dim 1, as PyTorch's DLRM interaction picks the lower
+/// triangle of each sample's products): every element is an atomic of its own at an address of
+/// its own, and the L2's atomic rate bounds the kernel:
+///     time = max(the time above, rows dim x 7.75 ps)
+/// 7.75 ps (129 G atomics/s) is the geomean fit of the H100 traces' indexFuncLargeIndex over 351
+/// slices of 65536 and 8192 samples (dlrm{,-amp,-fp32,-graph-*}.json.gz: fp16 177.7 and 23.0 us,
+/// fp32 188.6 and 20.5 us; 45-90 us by bytes), within 8 % of each. A calibration input for other
+/// GPUs.
+#include <algorithm>
+
 #include "models/compute/roofline.hpp"
 
 namespace stepsim::models {
@@ -24,13 +36,15 @@ namespace {
 
 constexpr double kAtomicEfficiency = 0.50;
 constexpr Seconds kSameAddressAtomic = 12.7e-9;
+constexpr Seconds kScatteredAtomic = 7.75e-12;
 
 class IndexAdd : public KernelModel {
  public:
   std::vector<KernelParam> params() const override {
     return {{"rows", "source rows added (one per looked-up row)", std::nullopt, 1},
             {"dim", "elements per row", std::nullopt, 1},
-            {"hottest_row_hits", "most source rows added into one destination row (0: no collisions)", 0, 0}};
+            {"hottest_row_hits", "most source rows added into one destination row (0: no collisions)", 0, 0},
+            {"strided", "1 = rows are strided slices (the index runs along an inner dimension)", 0, 0}};
   }
 
   KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
@@ -39,8 +53,9 @@ class IndexAdd : public KernelModel {
     KernelCost cost = roofline(rows * dim, 0, bytes, gpu);
     cost.time /= kAtomicEfficiency;
     const Seconds collisions = spec.param("hottest_row_hits") * kSameAddressAtomic;
-    if (collisions > cost.time) {
-      cost.time = collisions;
+    const Seconds scattered = spec.param("strided") != 0 ? rows * dim * kScatteredAtomic : 0;
+    if (std::max(collisions, scattered) > cost.time) {
+      cost.time = std::max(collisions, scattered);
       cost.bound = "latency";
     }
     return cost;

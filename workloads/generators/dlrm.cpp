@@ -410,7 +410,9 @@ class DlrmBuilder {
         }
       } else {
         rank.kernel("interaction.pairs.zero", pass_spec(b * vectors * vectors, 0, act_bytes_));
-        rank.kernel("interaction.pairs.backward", pass_spec(b * pairs, 2 * act_bytes_, act_bytes_));
+        // index_select's backward: an index_add of each picked pair's column of b gradients.
+        rank.kernel("interaction.pairs.backward",
+                    KernelSpec{"index_add", c_.dtype, {{"rows", pairs}, {"dim", b}, {"strided", 1}}, {}});
         gemm_op("interaction.backward", Layout::nn, vectors, dim, vectors, b);
         gemm_op("interaction.backward_transposed", Layout::tn, dim, vectors, vectors, b);
         // Both sums read a view: the transposed product's gradient, the cat gradient's first slice.
