@@ -531,7 +531,7 @@ class DlrmBuilder {
     };
     if (scaler) {
       unscale_prologue("mlp");
-      launch("grad_scaler.unscale", pass_spec(dense_params, 4, 4));
+      launch("grad_scaler.unscale", multi_tensor(pass_spec(dense_params, 4, 4)));
       rank.device_sync("grad_scaler.found_inf");
     }
     launch("optimizer", sgd_spec(dense_params));
@@ -545,7 +545,7 @@ class DlrmBuilder {
         for (const LookupGroup& g : groups) values += values_of(g);
         if (scaler) {
           unscale_prologue("embedding");
-          launch("embedding_grad_unscale", pass_spec(values, 4, 4));
+          launch("embedding_grad_unscale", multi_tensor(pass_spec(values, 4, 4)));
         }
         for (std::size_t g = 0; g < groups.size(); ++g)
           for (double t = 0; t < groups[g].tables; ++t)
@@ -558,7 +558,7 @@ class DlrmBuilder {
         const auto update = [&](const std::string& tag, double values, double rows, int dim, double hottest) {
           if (scaler) {
             rank.cpu("grad_scaler.embedding.values" + tag, c_.cpu_op_gap);
-            launch("embedding_grad_unscale" + tag, pass_spec(values, 4, 4));
+            launch("embedding_grad_unscale" + tag, multi_tensor(pass_spec(values, 4, 4)));
           }
           // PyTorch 1.x's sparse add_ scaled the values by -lr first ("FIXME: at some point we can
           // wrap the scale into indexAdd"), then index_add_.
@@ -671,6 +671,11 @@ class DlrmBuilder {
     pass.params["strided"] = 1;
     return pass;
   }
+  /// `pass` as a multi-tensor kernel (foreach op, fused optimizer, GradScaler's unscale).
+  static KernelSpec multi_tensor(KernelSpec pass) {
+    pass.params["multi_tensor"] = 1;
+    return pass;
+  }
   /// A cast of `elements` to a wider type: PyTorch copies those with its unrolled,
   /// non-vectorized kernel (narrowing casts are vectorized; docs/fsdp.md).
   static KernelSpec widening_cast(double elements, double from_bytes, double to_bytes) {
@@ -709,7 +714,8 @@ class DlrmBuilder {
   }
   // Plain SGD on fp32 dense parameters (AMP keeps fp32 master weights): read weight and
   // gradient, write the weight, one multiply-add; one fused multi-tensor kernel (apex FusedSGD).
-  static KernelSpec sgd_spec(double params) { return pass_spec(params, 8, 4, 2); }
+  /// apex FusedSGD / torch.optim.SGD's foreach step over the dense parameters.
+  static KernelSpec sgd_spec(double params) { return multi_tensor(pass_spec(params, 8, 4, 2)); }
 
   void add_notes() {
     auto& notes = trace_.notes;

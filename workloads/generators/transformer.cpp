@@ -473,15 +473,23 @@ Block head_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weight
   return assemble(ops, registration, [](std::size_t) { return true; });
 }
 
+namespace {
+// A kernel of multi_tensor_apply (foreach ops, fused optimizers: models/compute/elementwise.cpp).
+models::KernelSpec multi_tensor(models::KernelSpec spec) {
+  spec.params["multi_tensor"] = 1;
+  return spec;
+}
+}  // namespace
+
 Kernels clip_norm_kernels(const TrainingConfig& t, double params) {
   if (t.max_norm <= 0) return {};
   // clip_grad_norm_(foreach=True): _foreach_norm reads every fp32 gradient once.
-  return {{"clip_grad_norm.norm", elementwise(models::Dtype::fp32, params, 4, 0, 2)}};
+  return {{"clip_grad_norm.norm", multi_tensor(elementwise(models::Dtype::fp32, params, 4, 0, 2))}};
 }
 
 Kernels clip_scale_kernels(const TrainingConfig& t, double params) {
   if (t.max_norm <= 0) return {};
-  return {{"clip_grad_norm.scale", elementwise(models::Dtype::fp32, params, 4, 4, 1)}};
+  return {{"clip_grad_norm.scale", multi_tensor(elementwise(models::Dtype::fp32, params, 4, 4, 1))}};
 }
 
 Kernels optimizer_kernels(const TrainingConfig& t, double params) {
@@ -490,8 +498,8 @@ Kernels optimizer_kernels(const TrainingConfig& t, double params) {
   // param, exp_avg, exp_avg_sq: 28 bytes per parameter. SGD with momentum: reads param, grad,
   // momentum, writes param, momentum: 20 bytes.
   if (t.optimizer == Optimizer::sgd)
-    return {{"optimizer.sgd", elementwise(models::Dtype::fp32, params, 12, 8, 3)}};
-  return {{"optimizer.adamw", elementwise(models::Dtype::fp32, params, 16, 12, 16)}};
+    return {{"optimizer.sgd", multi_tensor(elementwise(models::Dtype::fp32, params, 12, 8, 3))}};
+  return {{"optimizer.adamw", multi_tensor(elementwise(models::Dtype::fp32, params, 16, 12, 16))}};
 }
 
 ProgramBuilder::ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap) : cpu_op_gap_(cpu_op_gap) {

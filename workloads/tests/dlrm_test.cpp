@@ -72,6 +72,13 @@ std::vector<const models::KernelSpec*> kernels(const Trace& t, int rank, const s
   return out;
 }
 
+std::vector<const models::KernelSpec*> kernels_named(const Trace& t, int rank, const std::string& name) {
+  std::vector<const models::KernelSpec*> out;
+  for (const Op& o : t.program(rank).ops)
+    if (o.kind == OpKind::kernel && t.names[o.name] == name) out.push_back(&t.kernels[o.kernel]);
+  return out;
+}
+
 /// The sparse SGD's index_add_ into the tables (not the interaction's, which is one too).
 std::vector<const models::KernelSpec*> table_updates(const Trace& t, int rank) {
   std::vector<const models::KernelSpec*> out;
@@ -570,6 +577,10 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
       EXPECT_DOUBLE_EQ(t.kernels[o.kernel].param("elements"), 1024 * tables * 16) << name;
     }
   }
+  // GradScaler's unscale and the dense SGD are multi-tensor kernels.
+  for (const char* name : {"embedding_grad_unscale", "grad_scaler.unscale", "optimizer"})
+    for (const models::KernelSpec* k : kernels_named(t, 0, name)) EXPECT_EQ(k->param("multi_tensor"), 1) << name;
+  EXPECT_FALSE(kernels_named(t, 0, "embedding_grad_unscale").empty());
   // The index_add_ of the scaled values: every looked-up row of the rank's tables.
   double added = 0;
   for (const auto* k : table_updates(t, 0)) added += k->param("rows");
@@ -735,13 +746,6 @@ TEST_F(Dlrm, FusedInteractionIsOneKernelEachWay) {
 }
 
 // Elements of every kernel op named `name` on `rank`, in issue order.
-std::vector<const models::KernelSpec*> kernels_named(const Trace& t, int rank, const std::string& name) {
-  std::vector<const models::KernelSpec*> out;
-  for (const Op& o : t.program(rank).ops)
-    if (o.kind == OpKind::kernel && t.names[o.name] == name) out.push_back(&t.kernels[o.kernel]);
-  return out;
-}
-
 std::vector<double> pass_elements(const Trace& t, int rank, const std::string& name) {
   std::vector<double> out;
   for (const models::KernelSpec* k : kernels_named(t, rank, name)) out.push_back(k->param("elements"));
@@ -799,7 +803,9 @@ TEST_F(Dlrm, MlpEpiloguesAreSeparateMemoryPasses) {
     const auto at = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) - names.begin(); };
     EXPECT_LT(at("top_mlp.fc0.relu_backward"), at("top_mlp.fc0.dgrad"));
     EXPECT_LT(at("top_mlp.fc1.wgrad"), at("top_mlp.fc1.bias_grad"));
-    if (t == &torch) EXPECT_LT(at("top_mlp.fc0.wgrad"), at("top_mlp.fc0.bias_grad"));
+    if (t == &torch) {
+      EXPECT_LT(at("top_mlp.fc0.wgrad"), at("top_mlp.fc0.bias_grad"));
+    }
   }
 }
 

@@ -205,6 +205,18 @@ TEST_F(FsdpTest, BroadcastWeightGradientsAreTokenSums) {
   EXPECT_EQ(reduction(gpt, "layers.0.attention.wq.bias_grad"), "column_sum 4096x1600");  // 4 x 1024 tokens
 }
 
+// The optimizer step and clip_grad_norm_'s passes are multi_tensor_apply kernels; the blocks'
+// elementwise ops are not.
+TEST_F(FsdpTest, OptimizerAndClippingAreMultiTensorKernels) {
+  const Trace t = load("llama3-8b");
+  for (const char* name : {"optimizer.adamw", "clip_grad_norm.norm", "clip_grad_norm.scale"}) {
+    const Op* op = find_op(t, name);
+    ASSERT_NE(op, nullptr) << name;
+    EXPECT_EQ(t.kernels[op->kernel].param("multi_tensor"), 1) << name;
+  }
+  EXPECT_EQ(t.kernels[find_op(t, "layers.0.attention_norm.pow")->kernel].param("multi_tensor"), 0);
+}
+
 TEST_F(FsdpTest, GemmFlopsAreSixTimesParametersTimesTokensPlusRecomputation) {
   // 6 N T over the GEMM weights (every linear of the blocks and the output projection); N is the
   // parameter count without the token embedding, less the norm weights (0.004 % of it).
