@@ -217,6 +217,21 @@ TEST_F(FsdpTest, OptimizerAndClippingAreMultiTensorKernels) {
   EXPECT_EQ(t.kernels[find_op(t, "layers.0.attention_norm.pow")->kernel].param("multi_tensor"), 0);
 }
 
+// A vocabulary row of fp32 logits exceeds the 48 KiB PyTorch's softmax kernels stage in shared
+// memory, so log_softmax reads it three times forward and the gradient twice and the output once
+// backward; a row that fits (8192 x 4 B = 32 KiB) is read once each way.
+TEST_F(FsdpTest, LogSoftmaxRereadsRowsThatMissSharedMemory) {
+  const auto read = [](const Trace& t, const std::string& name) {
+    return t.kernels[find_op(t, name)->kernel].param("bytes_read");
+  };
+  const Trace large = load("llama3-8b");
+  EXPECT_EQ(read(large, "loss.log_softmax"), 12);
+  EXPECT_EQ(read(large, "loss.log_softmax.backward"), 12);
+  const Trace small = load("llama3-8b", {"model.vocab=8192"});
+  EXPECT_EQ(read(small, "loss.log_softmax"), 4);
+  EXPECT_EQ(read(small, "loss.log_softmax.backward"), 8);
+}
+
 TEST_F(FsdpTest, GemmFlopsAreSixTimesParametersTimesTokensPlusRecomputation) {
   // 6 N T over the GEMM weights (every linear of the blocks and the output projection); N is the
   // parameter count without the token embedding, less the norm weights (0.004 % of it).
