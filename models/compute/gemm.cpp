@@ -87,7 +87,8 @@ double gemm_efficiency(const platforms::GpuModel& gpu, Dtype dtype) {
   const auto fitted = gpu.gemm_efficiency.find(to_string(dtype));
   if (fitted != gpu.gemm_efficiency.end()) return fitted->second;
   const ArchEfficiency& arch = arch_efficiency(gpu.arch);
-  return dtype == Dtype::fp8 && gpu.fp8_flops > 0 ? arch.gemm_fp8 : arch.gemm;
+  if (dtype == Dtype::fp8 && gpu.fp8_flops > 0) return arch.gemm_fp8;
+  return dtype == Dtype::fp32 ? arch.gemm_fp32 : arch.gemm;
 }
 
 namespace {

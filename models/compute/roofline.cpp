@@ -7,7 +7,8 @@
 ///    its H200 -> B200 upgrade note): A100 SXM 267.9/312 = 85.9 % (CUDA 12.1); H100/H200 SXM
 ///    794.5/989 = 80.3 %; B200 SXM 1745.0/2250 = 77.6 %; fp8 H200 1453.4/1979 = 73.4 %, B200
 ///    3432.5/4500 = 76.3 %. The best shape is tile- and wave-aligned, so the ceiling is what a
-///    GEMM reaches when the quantisation of gemm.cpp wastes nothing.
+///    GEMM reaches when the quantisation of gemm.cpp wastes nothing. fp32 GEMMs (CUDA cores) take
+///    the same fraction where no SGEMM figure is published; Volta's is measured (below).
 ///  - Tiles: the largest CTA tiles of CUTLASS' and cuBLAS' tensor-core GEMMs, 128x256 (or
 ///    256x128) on sm80/sm90 and per SM of Blackwell's 2-SM 256x256 MMA; 128x128 on older GPUs.
 ///  - Attention: FlashAttention-2 (Dao, arXiv 2307.08691) reaches 50-73 % of peak on A100, the
@@ -39,16 +40,22 @@ const ArchEfficiency& arch_efficiency(platforms::GpuArch arch) {
   // Pascal, Volta and Turing have no FP8 units (fp8 runs at the 16-bit rate, see peak_flops)
   // and no FlashAttention-2 (sm80+); their figures are calibration inputs (estimates) until
   // `stepsim calibrate` measures them.
-  static const ArchEfficiency pascal{128, 128, 0.75, 0.75, kUnaligned, 0.30, 0.25, 543.4 / 732};
-  static const ArchEfficiency volta{128, 128, 0.80, 0.80, kUnaligned, 0.30, 0.25, 816.95 / 900};
-  static const ArchEfficiency turing{128, 128, 0.80, 0.80, kUnaligned, 0.30, 0.25, 0.90};
+  // Volta's SGEMM: 14 of 15.7 TFLOP/s measured (fp32 8192^3 torch.matmul on a V100,
+  // github.com/mli/transformers-benchmarks README, "MatMul FP32 / FP16: 14 / 95").
+  static const ArchEfficiency pascal{128, 128, 0.75, 0.75, 0.75, kUnaligned, 0.30, 0.25, 543.4 / 732};
+  static const ArchEfficiency volta{128, 128, 0.80, 0.80, 14.0 / 15.7, kUnaligned, 0.30, 0.25, 816.95 / 900};
+  static const ArchEfficiency turing{128, 128, 0.80, 0.80, 0.80, kUnaligned, 0.30, 0.25, 0.90};
+  constexpr double kAmpereMamf = 267.9 / 312, kHopperMamf = 794.5 / 989, kBlackwellMamf = 1745.0 / 2250;
   // Ampere: attention backward 0.55 is a calibration input within FA2's reported 50-73 %.
-  static const ArchEfficiency ampere{128, 256, 267.9 / 312, 267.9 / 312, kUnaligned, 0.70, 0.55, 1391.1 / 1555};
+  static const ArchEfficiency ampere{128, 256, kAmpereMamf, kAmpereMamf, kAmpereMamf, kUnaligned, 0.70, 0.55,
+                                     1391.1 / 1555};
   // Hopper: attention backward 0.30 is a calibration input (FA2's backward trails its forward).
-  static const ArchEfficiency hopper{128, 256, 794.5 / 989, 1453.4 / 1979, kUnaligned, 0.35, 0.30, 1832.0 / 2000};
+  static const ArchEfficiency hopper{128, 256, kHopperMamf, 1453.4 / 1979, kHopperMamf, kUnaligned, 0.35, 0.30,
+                                     1832.0 / 2000};
   // Blackwell: attention and HBM figures are calibration inputs (Hopper's FA2 figures; FA2 is
   // not tuned for sm100 either).
-  static const ArchEfficiency blackwell{128, 256, 1745.0 / 2250, 3432.5 / 4500, kUnaligned, 0.35, 0.30, 0.90};
+  static const ArchEfficiency blackwell{128, 256, kBlackwellMamf, 3432.5 / 4500, kBlackwellMamf, kUnaligned, 0.35, 0.30,
+                                        0.90};
   switch (arch) {
     case GpuArch::pascal: return pascal;
     case GpuArch::volta: return volta;

@@ -15,6 +15,7 @@ struct ArchEfficiency {
   int gemm_tile_n = 128;
   double gemm = 1;               ///< fraction of dense peak a wave-aligned large GEMM reaches
   double gemm_fp8 = 1;           ///< the same for FP8 GEMMs (GPUs with FP8 units)
+  double gemm_fp32 = 1;          ///< the same for fp32 GEMMs on the CUDA cores (SGEMM)
   double gemm_unaligned = 1;     ///< the same for tensor-core GEMMs with a dimension not a multiple of 16 bytes
   double attention_forward = 1;  ///< fraction of dense peak of the fused attention kernel
   double attention_backward = 1;

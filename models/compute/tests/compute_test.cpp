@@ -186,6 +186,11 @@ TEST(Gemm, PublishedLargeGemmThroughput) {
   EXPECT_LT(h, 800e12);
   EXPECT_GT(a, 250e12);
   EXPECT_LT(a, 280e12);
+  // fp32 8192^3 on a V100 (mli/transformers-benchmarks: 14 TFLOPS): Volta's SGEMM ceiling less
+  // the last of 52 waves of 128x128 tiles on 80 SMs; fp16 keeps the tensor-core ceiling.
+  const double v = flops / gemm(v100(), 8192, 8192, 8192, Dtype::fp32).time;
+  EXPECT_NEAR(v, 14e12 * (4096.0 / (52 * 80)), 1e3);
+  EXPECT_NEAR(flops / gemm(v100(), 8192, 8192, 8192, Dtype::fp16).time, 125e12 * 0.80 * (4096.0 / (52 * 80)), 1e3);
 }
 
 // A linear layer with 479 inputs (DLRM's interaction output without padding): cuBLAS's
