@@ -602,6 +602,7 @@ class DlrmBuilder {
   template <typename Launch>
   void next_batch(int r, const std::vector<LookupGroup>& groups, RankBuilder& rank, const Launch& launch) const {
     launch("moving_loss", pass_spec(1, 8, 4));
+    if (c_.sync_each_step) rank.device_sync("step.synchronize");
     rank.cpu("prefetcher.wait_stream", c_.cpu_op_gap);
     rank.cpu("loader.next", c_.cpu_op_gap);
     const auto upload = [&](const std::string& name, Bytes bytes) {

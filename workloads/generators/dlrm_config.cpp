@@ -284,7 +284,7 @@ class ConfigReader {
   void read_training(const YAML::Node& t) {
     const std::string path = "training";
     r_.check_keys(t, path, {"global_batch", "dtype", "embedding_dtype", "optimizer", "cuda_graphs", "graph_scope",
-                            "embedding_gradient", "cpu_op_gap", "ddp_bucket"});
+                            "sync_each_step", "embedding_gradient", "cpu_op_gap", "ddp_bucket"});
     c_.global_batch = r_.get_int(r_.require(t, path, "global_batch"), path + ".global_batch", 1);
     if (t["dtype"])
       c_.dtype = models::parse_dtype(r_.get_choice(t["dtype"], path + ".dtype", {"fp32", "tf32", "fp16", "bf16"}),
@@ -305,6 +305,16 @@ class ConfigReader {
       if (!c_.cuda_graphs)
         r_.fail(path + ".graph_scope", t["graph_scope"], "graph_scope needs cuda_graphs: true",
                 "set training.cuda_graphs: true, or drop graph_scope");
+    }
+    // A benchmark loop that synchronizes the device between the steps it times (the harness's
+    // torch_runtime.time_steps) before the loop's next(batch_iter), so the prefetch copies cannot
+    // overlap the previous step's weight update as they do in DLE's own loop.
+    if (t["sync_each_step"]) {
+      c_.sync_each_step = r_.get_bool(t["sync_each_step"], path + ".sync_each_step");
+      if (c_.sync_each_step && !c_.graph_forward_backward)
+        r_.fail(path + ".sync_each_step", t["sync_each_step"],
+                "sync_each_step applies to NVIDIA DLE's loop, whose next(batch_iter) follows the graph",
+                "set training.graph_scope: forward_backward, or drop sync_each_step");
     }
     if (t["cpu_op_gap"]) c_.cpu_op_gap = r_.get_duration(t["cpu_op_gap"], path + ".cpu_op_gap");
     // How the embeddings' gradient reaches their rows: one fused backward-and-SGD pass (FBGEMM,

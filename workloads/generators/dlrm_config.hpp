@@ -50,6 +50,7 @@ struct DlrmConfig {
   models::Dtype embedding_dtype = models::Dtype::fp32;
   bool cuda_graphs = false;
   bool graph_forward_backward = false;     // training.graph_scope: forward_backward
+  bool sync_each_step = false;             // training.sync_each_step: a device sync before next(batch_iter)
   bool sparse_embedding_gradient = false;  // training.embedding_gradient: sparse
   Seconds cpu_op_gap = 21e-6;              // CPU time of a PyTorch op before its launch (Lin et al. T1)
   Bytes ddp_bucket = 25.0 * 1024 * 1024;

@@ -445,6 +445,9 @@ TEST_F(Dlrm, BadInputNamesFilePathAndFix) {
        {"test.yaml: sharding.planner", "unknown value 'best'", "nvidia_dle"}},
       {small_dlrm("{rows: [100]}", "{global_batch: 1024, graph_scope: forward_backward}"), "0,1",
        {"test.yaml: training.graph_scope (line", "needs cuda_graphs: true", "set training.cuda_graphs: true"}},
+      {small_dlrm("{rows: [100]}", "{global_batch: 1024, cuda_graphs: true, sync_each_step: true}"), "0,1",
+       {"test.yaml: training.sync_each_step (line", "applies to NVIDIA DLE's loop",
+        "set training.graph_scope: forward_backward"}},
       {small_dlrm("{rows: [100]}", "{global_batch: 1024, embedding_gradient: dense}"), "0,1",
        {"test.yaml: training.embedding_gradient", "unknown value 'dense'", "fused, sparse"}},
       {"version: 1\nkind: dlrm\nmodel:\n  dense_features: 13\n  bottom_mlp: [32, 16]\n  top_mlp: [64, 1]\n"
@@ -585,6 +588,23 @@ TEST_F(Dlrm, DleLoopLaunchesTheWeightUpdateAfterTheGraph) {
   double added = 0;
   for (const auto* k : table_updates(t, 0)) added += k->param("rows");
   EXPECT_DOUBLE_EQ(added, 1024 * tables);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "sync:step.synchronize"), 0);
+}
+
+// A benchmark loop that synchronizes between the steps it times: the device sync comes before
+// next(batch_iter), so the prefetch copies start on an idle GPU instead of overlapping the
+// weight update; nothing else changes.
+TEST_F(Dlrm, SyncEachStepExposesThePrefetchCopies) {
+  const std::string training = "{global_batch: 65536, dtype: fp16, cuda_graphs: true, graph_scope: forward_backward, "
+                               "embedding_gradient: sparse";
+  const Trace dle = parse(small_dlrm("{rows: [100000, 100000]}", training + "}"), "0");
+  const Trace synced = parse(small_dlrm("{rows: [100000, 100000]}", training + ", sync_each_step: true}"), "0");
+  const std::vector<std::string> names = op_names(synced, 0);
+  const auto sync = std::find(names.begin(), names.end(), "sync:step.synchronize");
+  ASSERT_NE(sync, names.end());
+  EXPECT_EQ(*(sync - 1), "moving_loss");
+  EXPECT_EQ(*(sync + 1), "cpu:prefetcher.wait_stream");
+  EXPECT_EQ(names.size(), op_names(dle, 0).size() + 1);
 }
 
 // NVIDIA DLE's hybrid-parallel exchange (bottom_mlp: rank0) copies around its all-to-all: rank

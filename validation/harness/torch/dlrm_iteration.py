@@ -221,6 +221,8 @@ def run_values(a):
               "index_distribution.kind": a.distribution}
     if a.distribution == "zipf":
         values["index_distribution.alpha"] = a.alpha
+    if a.cuda_graph:  # torch_runtime.time_steps synchronizes before each step's next(batch_iter)
+        values["training.sync_each_step"] = True
     return values
 
 
