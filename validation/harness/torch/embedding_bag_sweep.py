@@ -82,7 +82,7 @@ def main():
         measurements.append({"kind": "embedding", "rows": rows, "dim": dim, "pooling": pooling, "batch": batch,
                              "tables": 1, "dtype": dtype, "distribution": "uniform", "seed": a.seed,
                              "pass": "forward", "kernel": "torch", "time_s": s["mean_s"],
-                             "spread": {k: s[k] for k in ("repetitions", "min_s", "max_s", "stdev_s")}})
+                             "spread": common.spread_entry(s)})
         torch.cuda.empty_cache()
     runtime.write_sweep("embedding_bag_sweep", a.out, a.platform,
                         f"nn.EmbeddingBag(mode='sum') forward under no_grad, offsets every `pooling` indices; "

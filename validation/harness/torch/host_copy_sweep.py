@@ -73,7 +73,7 @@ def main():
                   f"{cpu * 1e6:.1f} us", file=sys.stderr)
             measurements.append({"kind": "copy", "direction": "h2d", "host_memory": memory, "size_bytes": size,
                                  "time_s": s["mean_s"], "cpu_s": cpu,
-                                 "spread": {k: s[k] for k in ("repetitions", "min_s", "max_s", "stdev_s")}})
+                                 "spread": common.spread_entry(s)})
     runtime.write_sweep("host_copy_sweep", a.out, a.platform,
                         f"tensor.to('cuda', non_blocking=True) of a uint8 host tensor, pageable or pinned "
                         f"(pin_memory=True), on the current stream; time_s is the mean over {a.reps} repetitions of "

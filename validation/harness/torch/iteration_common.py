@@ -305,6 +305,11 @@ def format_measurements(source, system, measurements):
     return "\n".join(lines) + "\n"
 
 
+def spread_entry(s):
+    """The schema's `spread` mapping of a spread() result (its mean goes to `time_s`)."""
+    return {k: s[k] for k in ("repetitions", "min_s", "max_s", "stdev_s")}
+
+
 def iteration_entry(workload, times, params, per_gpu_rate=None):
     """The `iteration` measurement: mean time, spread, -p overrides and (when given) the
     throughput per GPU as ("tokens_per_s" | "samples_per_s", items per iteration per GPU)."""
@@ -313,7 +318,7 @@ def iteration_entry(workload, times, params, per_gpu_rate=None):
     if per_gpu_rate:
         key, items = per_gpu_rate
         entry[key] = items / s["mean_s"]
-    entry["spread"] = {k: s[k] for k in ("repetitions", "min_s", "max_s", "stdev_s")}
+    entry["spread"] = spread_entry(s)
     if params:
         entry["params"] = list(params)
     return entry

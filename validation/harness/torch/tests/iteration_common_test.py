@@ -25,6 +25,11 @@ class SpreadTest(unittest.TestCase):
         self.assertEqual((s["mean_s"], s["min_s"], s["max_s"]), (3.0, 1.0, 6.0))
         self.assertAlmostEqual(s["stdev_s"], math.sqrt(14 / 3))
 
+    def test_spread_entry_is_the_schema_mapping_without_the_mean(self):
+        s = common.spread([1.0, 3.0])
+        self.assertEqual(common.spread_entry(s), {"repetitions": 2, "min_s": 1.0, "max_s": 3.0,
+                                                  "stdev_s": s["stdev_s"]})
+
     def test_one_repetition_has_no_spread_and_none_is_an_error(self):
         self.assertEqual(common.spread([0.5])["stdev_s"], 0.0)
         with self.assertRaises(ValueError):
