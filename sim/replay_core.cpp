@@ -694,12 +694,16 @@ void ReplayCore::Impl::advance(int rank, int s) {
       }
       st.waiting = -1;
       finish = begin;
-    } else if (is_communication(op.kind) && !arrive(instance_of(rank, i), me, begin)) {
-      // The stream holds until the backend reports this member done.
-      start[at] = begin;
-      pred[at] = why;
-      st.busy = true;
-      break;
+    } else if (is_communication(op.kind)) {
+      if (!arrive(instance_of(rank, i), me, begin)) {
+        // The stream holds until the backend reports this member done.
+        start[at] = begin;
+        pred[at] = why;
+        st.busy = true;
+        break;
+      }
+      // Alone in its subgroup: NCCL copies an out-of-place call's buffer within the GPU.
+      finish = begin + plan.one_rank_copy(op.collective);
     }
     start[at] = begin;
     end[at] = finish;

@@ -44,7 +44,8 @@
 /// previous op of any kind and does not apply to a stream's first op; a collective or
 /// send/recv occupies its stream from when the stream reached it (waiting for late peers
 /// included) until the backend reports this member done; a collective on a one-rank subgroup
-/// has nothing to move and completes when reached (NCCL's in-place case) and holds no SMs;
+/// holds no SMs and, in place, completes when reached; out of place it takes NCCL's local copy
+/// of its bytes (ReplayPlan::one_rank_copy), not slowed by SM holds;
 /// `sync` on an event with no record issued before it returns at once (cudaEventSynchronize on
 /// an unrecorded event); a GPU model without an SM count (sm_count <= 1) has no interference.
 #include <cstdint>

@@ -33,6 +33,15 @@ ReplayPlan::ReplayPlan(const workloads::Trace& trace, const Placement& placement
     if (canonical_call_[static_cast<std::size_t>(c)] == c) seen.push_back(c);
   }
 
+  // An out-of-place call may run on a one-rank subgroup, where it is a device copy.
+  for (const workloads::CollectiveCall& call : trace.collectives)
+    if (!call.in_place && !(platform.gpu().hbm_bandwidth > 0))
+      throw ConfigError(trace.origin,
+                        fmt::format("GPU model '{}' has no hbm_bandwidth to price an out-of-place {} (a one-rank "
+                                    "subgroup copies its buffer within the GPU)",
+                                    platform.gpu().name, models::to_string(call.op)),
+                        "give the GPU model an hbm_bandwidth");
+
   // Copies are checked once per program, naming the first rank that runs it.
   std::vector<int> first_rank(trace.programs.size(), -1);
   for (int rank = trace.ranks - 1; rank >= 0; --rank)
@@ -100,6 +109,15 @@ const ReplayPlan::HostRoute& ReplayPlan::host_route(int rank, const Op& op) cons
   return op.memcpy == workloads::MemcpyKind::device_to_host ? routes.first : routes.second;
 }
 
+Seconds ReplayPlan::device_copy(Bytes bytes) const {
+  return 2 * bytes / placement_.platform.gpu().hbm_bandwidth;   // read and write HBM
+}
+
+Seconds ReplayPlan::one_rank_copy(int call) const {
+  const workloads::CollectiveCall& c = trace_.collectives[static_cast<std::size_t>(call)];
+  return c.in_place ? 0 : device_copy(c.bytes);
+}
+
 Seconds ReplayPlan::duration(int rank, const Op& op) const {
   switch (op.kind) {
     case OpKind::kernel:
@@ -107,8 +125,7 @@ Seconds ReplayPlan::duration(int rank, const Op& op) const {
     case OpKind::cpu:
       return op.duration;
     case OpKind::memcpy:
-      if (op.memcpy == workloads::MemcpyKind::device_to_device)
-        return 2 * op.bytes / placement_.platform.gpu().hbm_bandwidth;   // read and write HBM
+      if (op.memcpy == workloads::MemcpyKind::device_to_device) return device_copy(op.bytes);
       {
         const HostRoute& route = host_route(rank, op);
         const BytesPerSecond rate = op.host_memory == workloads::HostMemory::pageable

@@ -35,7 +35,8 @@ struct PlannedSchedule {
 /// included (models::lower_collective), on the platform GPUs of the
 /// subgroup (in subgroup order), once per (distinct call, subgroup): calls equal as
 /// CollectiveCall share a schedule, so a trace with one call per layer still lowers each size
-/// once. A send/recv of `bytes` is a two-rank `sendrecv` schedule (algorithm "direct") with the
+/// once (an out-of-place call on a one-rank subgroup is a device-to-device copy of its bytes,
+/// NCCL's local copy). A send/recv of `bytes` is a two-rank `sendrecv` schedule (algorithm "direct") with the
 /// single transfer sender -> receiver, once per (sender, receiver, bytes). A device-to-device
 /// memcpy reads and writes HBM: 2 bytes / hbm_bandwidth. A host copy crosses the platform route
 /// between the GPU and the CPU of its socket: route latency + bytes / route bandwidth, and a copy
@@ -56,6 +57,9 @@ class ReplayPlan {
   const models::KernelCost& kernel(int index) const { return kernels_[static_cast<std::size_t>(index)]; }
   /// @brief Device time of a kernel or memcpy op run by `rank`; CPU time of a cpu op.
   Seconds duration(int rank, const workloads::Op& op) const;
+  /// @brief Time of collective call `call` (Trace::collectives index) on a one-rank subgroup:
+  /// nothing when in place, else a device-to-device copy of its bytes.
+  Seconds one_rank_copy(int call) const;
 
  private:
   struct HostRoute {
@@ -64,6 +68,7 @@ class ReplayPlan {
     BytesPerSecond pageable = 0;  ///< the host CPU's pageable_copy_bandwidth
   };
   const HostRoute& host_route(int rank, const workloads::Op& op) const;
+  Seconds device_copy(Bytes bytes) const;
   const PlannedSchedule& add(models::Schedule schedule, platforms::Allocation allocation);
 
   const workloads::Trace& trace_;

@@ -91,6 +91,9 @@ struct CollectiveCall {
   int root = 0;                       ///< broadcast / reduce: rank within the subgroup
   std::string algorithm = "nccl";     ///< a registered algorithm
   models::AlgorithmOptions options;
+  /// Whether the output buffer holds the input (NCCL's in-place call). On a one-rank subgroup
+  /// an in-place call moves nothing; an out-of-place one copies its `bytes` within the GPU.
+  bool in_place = true;
   bool operator==(const CollectiveCall&) const = default;
 };
 

@@ -545,6 +545,21 @@ TEST_F(ReplayTest, SingleRankSubgroupCollectiveCompletes) {
   EXPECT_TRUE(nlohmann::json::accept(timeline.str()));
 }
 
+// Out of place on a one-rank subgroup, NCCL copies the buffer within the GPU: a read and a
+// write of its bytes at the HBM bandwidth, then the kernel a gap later.
+TEST_F(ReplayTest, SingleRankOutOfPlaceCollectiveCopiesItsBuffer) {
+  TraceBuilder b(2, kLaunch, kGap);
+  const int alone = b.add_group("alone", {{0}, {1}});
+  for (int r = 0; r < 2; ++r) {
+    b.collective(r, "comm", "local", CollectiveOp::reduce_scatter, 64 * kMiB, "ring", alone, 0, false);
+    b.kernel(r, "comm", "after", 1e-3);
+  }
+  const Prediction p = run(b.trace());
+  const Seconds copy = 2 * 64 * kMiB / platform_.gpu().hbm_bandwidth;
+  expect_close(p.iteration_time, std::max(2 * kLaunch, kLaunch + copy + kGap) + 1e-3);
+  EXPECT_TRUE(p.links.empty());
+}
+
 // The analytical backend's contract (sim/replay_backend.hpp), which the replay relies on.
 TEST_F(ReplayTest, AnalyticalBackendOrdersByTimeThenRequest) {
   platforms::Allocation allocation{{0, 1}};

@@ -47,7 +47,8 @@ class TraceBuilder {
     push(rank, op);
   }
   void collective(int rank, const std::string& stream, const std::string& name, models::CollectiveOp kind,
-                  Bytes bytes, const std::string& algorithm = "ring", int group = 0, int channels = 0) {
+                  Bytes bytes, const std::string& algorithm = "ring", int group = 0, int channels = 0,
+                  bool in_place = true) {
     workloads::Op op = base(rank, workloads::OpKind::collective, stream, name);
     workloads::CollectiveCall call;
     call.op = kind;
@@ -55,6 +56,7 @@ class TraceBuilder {
     call.group = group;
     call.algorithm = algorithm;
     call.options.channels = channels;
+    call.in_place = in_place;
     t_.collectives.push_back(call);
     op.collective = static_cast<int>(t_.collectives.size()) - 1;
     push(rank, op);

@@ -293,13 +293,16 @@ class FsdpEmitter {
   // ProcessGroupNCCL (torch 2.6 and before) runs every collective of a process group on the
   // group's one internal NCCL stream, after that stream waits for the issuing one, and makes the
   // issuing stream wait for it (async_op=False): a group's collectives serialize in issue order.
+  // FSDP2's reduce-scatter writes a new shard tensor (out of place; on one GPU, NCCL's local
+  // copy); its all-gather input is a view of the output and its all-reduces are in place.
   void collective(int stream, const std::string& name, CollectiveOp op, Bytes bytes, int group) {
     const std::string& prefix = group == replicate_group_ ? "replicate" : "fsdp";
     const int nccl = b_.stream(prefix + ".nccl");
     const int in = b_.event(prefix + ".nccl.in"), out = b_.event(prefix + ".nccl.out");
     b_.record(stream, in);
     b_.wait(nccl, in);
-    b_.collective(nccl, name, op, bytes, group, c_.algorithm, options(op, bytes, group));
+    b_.collective(nccl, name, op, bytes, group, c_.algorithm, options(op, bytes, group),
+                  op != CollectiveOp::reduce_scatter);
     b_.record(nccl, out);
     b_.wait(stream, out);
   }

@@ -504,8 +504,8 @@ class TraceParser {
   void read_collective(const OpNode& in, const Program& program, Entry& entry, Op& op) {
     reader_.check_keys(
         in.node, in.path,
-        {"collective", "stream", "name", "group", "size", "root", "algo", "channels", "chunk", "algo_params",
-         "compression", "compression_mode", "compression_threshold"});
+        {"collective", "stream", "name", "group", "size", "root", "in_place", "algo", "channels", "chunk",
+         "algo_params", "compression", "compression_mode", "compression_threshold"});
     CollectiveCall call;
     const Value name = required(in, "collective");
     const std::string op_text = reader_.get_string(name.node, name.path);
@@ -521,6 +521,7 @@ class TraceParser {
     call.group = group ? group_index(*group) : group_index({YAML::Node("world"), in.path + ".group"});
     call.bytes = read_positive_size(required(in, "size"));
     if (const auto root = field(in, "root")) call.root = reader_.get_int(root->node, root->path, 0);
+    if (const auto in_place = field(in, "in_place")) call.in_place = reader_.get_bool(in_place->node, in_place->path);
     if (const auto algo = field(in, "algo")) {
       call.algorithm = reader_.get_string(algo->node, algo->path);
       std::vector<std::string> names;
@@ -614,8 +615,9 @@ class TraceParser {
   }
 
   int intern_collective(CollectiveCall call) {
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.op), call.bytes, call.group, call.root,
-                                  call.algorithm, call.options.channels, call.options.chunk_bytes);
+    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.op), call.bytes, call.group,
+                                  call.root, call.algorithm, call.options.channels, call.options.chunk_bytes,
+                                  call.in_place);
     for (const auto& [k, v] : call.options.extra) key += "|" + k + "=" + v;
     const models::CompressionOptions& compression = call.options.compression;
     if (!compression.codec.empty())

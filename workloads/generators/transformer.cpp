@@ -577,15 +577,17 @@ void ProgramBuilder::kernels(int stream, const std::string& prefix, const Kernel
 }
 
 void ProgramBuilder::collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group,
-                                const std::string& algorithm, const models::AlgorithmOptions& options) {
+                                const std::string& algorithm, const models::AlgorithmOptions& options,
+                                bool in_place) {
   const ProcessGroup& g = trace_.groups.at(static_cast<std::size_t>(group));
-  if (g.subgroups.empty() || g.subgroups.front().size() < 2) return;
+  if (g.subgroups.empty() || (g.subgroups.front().size() < 2 && in_place)) return;
   CollectiveCall call;
   call.op = op;
   call.bytes = bytes;
   call.group = group;
   call.algorithm = algorithm;
   call.options = options;
+  call.in_place = in_place;
   auto it = std::find(trace_.collectives.begin(), trace_.collectives.end(), call);
   if (it == trace_.collectives.end()) it = trace_.collectives.insert(trace_.collectives.end(), call);
   gap();

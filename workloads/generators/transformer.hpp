@@ -143,8 +143,11 @@ class ProgramBuilder {
   /// @brief Issues a collective on `group` with `algorithm` and its options (compression
   /// included); skipped (nothing issued) when the subgroups have one rank, as NCCL then only
   /// copies locally.
+  /// @brief A collective on `group`; on one-rank subgroups only an out-of-place call is an op
+  /// (NCCL's local copy), an in-place one moves nothing and is left out.
   void collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group,
-                  const std::string& algorithm = "nccl", const models::AlgorithmOptions& options = {});
+                  const std::string& algorithm = "nccl", const models::AlgorithmOptions& options = {},
+                  bool in_place = true);
   void record(int stream, int event);
   void wait(int stream, int event);
   void sync_event(int event);

@@ -412,6 +412,25 @@ TEST_F(FsdpTest, BadInputsNameFilePathLineAndFix) {
   expect_error([&] { parse(std::string(kDdp), {"training.reduce_dtype=bf16"}); }, {"training.reduce_dtype", "fp32"});
 }
 
+// FSDP2's reduce-scatter writes a new shard tensor, so on one GPU NCCL still copies the
+// gradients (an out-of-place one-rank call); its in-place all-gathers leave nothing to do.
+TEST_F(FsdpTest, OneGpuKeepsOnlyTheOutOfPlaceReduceScatters) {
+  const platforms::Platform platform = platforms::load_platform("dgx-h100");
+  const platforms::Allocation one = platforms::parse_allocation("0", platform);
+  const Trace t = load_workload("llama3-8b", JobContext{platform, one}, {"model.layers=4"});
+  std::vector<models::CollectiveOp> ops;
+  for (const Op& o : t.programs[0].ops)
+    if (o.kind == OpKind::collective) {
+      const CollectiveCall& call = t.collectives[static_cast<std::size_t>(o.collective)];
+      ops.push_back(call.op);
+      EXPECT_FALSE(call.in_place);
+    }
+  // One per block and the root's.
+  EXPECT_EQ(ops, std::vector<models::CollectiveOp>(5, models::CollectiveOp::reduce_scatter));
+  for (const CollectiveCall& call : load("llama3-8b").collectives)
+    EXPECT_EQ(call.in_place, call.op != models::CollectiveOp::reduce_scatter) << models::to_string(call.op);
+}
+
 TEST_F(FsdpTest, HybridShardNeedsEqualNodes) {
   platforms::PlatformOptions options;
   options.nodes = 2;

@@ -267,6 +267,7 @@ programs:
       - {collective: allreduce, group: pairs, size: 1MiB}
       - {collective: broadcast, group: strided, size: 1MiB, root: 1}
       - {collective: allreduce, group: listed, size: 1MiB}
+      - {collective: allreduce, group: listed, size: 1MiB, in_place: false}
 )";
   const Trace t = parse(text, "0-3");
   ASSERT_EQ(t.groups.size(), 4u);
@@ -277,8 +278,11 @@ programs:
   EXPECT_EQ(t.groups[2].subgroup_of_rank, (std::vector<int>{0, 1, 0, 1}));
   // Members keep the written order: it is the collective-rank order.
   EXPECT_EQ(t.groups[3].subgroups, (Subgroups{{0, 1}, {3, 2}}));
-  EXPECT_EQ(t.collectives.size(), 4u);
+  // An out-of-place call is a call of its own; calls are in place unless they say otherwise.
+  ASSERT_EQ(t.collectives.size(), 5u);
   EXPECT_EQ(t.collectives[2].root, 1);
+  EXPECT_TRUE(t.collectives[3].in_place);
+  EXPECT_FALSE(t.collectives[4].in_place);
 }
 
 const std::string kParams = R"(version: 1
