@@ -183,7 +183,10 @@ TEST_F(FsdpTest, NonVectorizedElementwiseKernelsAreStrided) {
                            "layers.0.attention.rope_q.mul", "layers.0.attention_norm.float.backward",
                            "layers.0.attention_norm.mul_weight.backward", "loss.float.backward"})
     EXPECT_EQ(strided(bf16, name), 0) << name;
+  // FSDP2's copy of the bf16 gradients into the fp32 reduce-scatter buffer widens them too.
+  EXPECT_EQ(strided(bf16, "layers.0.reduce.copy_in"), 1);
   const Trace fp32 = load("llama3-8b", {"training.param_dtype=fp32", "training.reduce_dtype=fp32"});
+  EXPECT_EQ(strided(fp32, "layers.0.reduce.copy_in"), 0);
   EXPECT_EQ(strided(fp32, "layers.0.attention_norm.float"), 0);
   EXPECT_EQ(strided(fp32, "layers.0.attention_norm.type_as.backward"), 0);
   EXPECT_EQ(strided(fp32, "layers.0.attention_norm.mul_rsqrt"), 1);
