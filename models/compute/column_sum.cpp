@@ -82,7 +82,6 @@ double apex_partials_per_thread(double rows, double cols, const platforms::GpuMo
 KernelCost split_reduction(Bytes bytes, double partials, const platforms::GpuModel& gpu) {
   KernelCost cost;
   cost.bytes = bytes;
-  cost.flops = 0;
   const Seconds stream = hbm_time(bytes, gpu) / kFirstPassEfficiency;
   const Seconds tail = kFixed + kPerPartial * partials;
   cost.time = stream + tail;

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "models/compute/elementwise.hpp"
 #include "platforms/config_error.hpp"
 #include "workloads/generators/dlrm_config.hpp"
 #include "workloads/generators/dlrm_sharding.hpp"
@@ -667,16 +668,6 @@ class DlrmBuilder {
                       {}};
   }
 
-  /// `pass` over a transposed or sliced view: PyTorch's non-vectorized elementwise kernel.
-  static KernelSpec strided(KernelSpec pass) {
-    pass.params["strided"] = 1;
-    return pass;
-  }
-  /// `pass` as a multi-tensor kernel (foreach op, fused optimizer, GradScaler's unscale).
-  static KernelSpec multi_tensor(KernelSpec pass) {
-    pass.params["multi_tensor"] = 1;
-    return pass;
-  }
   /// A cast of `elements` to a wider type: PyTorch copies those with its unrolled,
   /// non-vectorized kernel (narrowing casts are vectorized; docs/fsdp.md).
   static KernelSpec widening_cast(double elements, double from_bytes, double to_bytes) {

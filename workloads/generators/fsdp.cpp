@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "models/compression/compressed_schedules.hpp"
+#include "models/compute/elementwise.hpp"
 #include "workloads/generators/transformer.hpp"
 #include "workloads/workload.hpp"
 
@@ -388,9 +389,8 @@ class FsdpEmitter {
     // torch._chunk_cat of the param_dtype gradients into the reduce_dtype buffer: widening, at the
     // non-vectorized copies' fraction of the roof (strided; measured on the H100, fsdp-llama3-8b-
     // 4layers.json.gz: 6.35 ms for 1.92e9 bf16 -> fp32 values, 0.59 of the roof).
-    models::KernelSpec copy_in = elementwise(t_.param_dtype, n, a_, r_, 0);
-    if (r_ > a_) copy_in.params["strided"] = 1;
-    b_.kernel(compute_, unit.name + ".", {"reduce.copy_in", copy_in});
+    const models::KernelSpec copy_in = elementwise(t_.param_dtype, n, a_, r_, 0);
+    b_.kernel(compute_, unit.name + ".", {"reduce.copy_in", r_ > a_ ? models::strided(copy_in) : copy_in});
     const int ready = b_.event(unit.name + ".grads_ready");
     b_.record(compute_, ready);
     if (c_.strategy == Strategy::no_shard) {

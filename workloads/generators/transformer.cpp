@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "models/compute/elementwise.hpp"
+
 
 namespace stepsim::workloads::transformer {
 
@@ -201,7 +203,7 @@ class OpFactory {
   // fsdp-llama3-8b-4layers.json.gz): RMSNorm's and RoPE's .float() 0.61 of the roof, x * rsqrt
   // 0.76, * weight 0.48, repeat_kv's copy 0.37, the logits' .float() 0.60; geomean 0.56.
   static Kernel strided(Kernel k) {
-    k.spec.params["strided"] = 1;
+    k.spec = models::strided(std::move(k.spec));
     return k;
   }
   // A cast to fp32 from the narrower parameter dtype: strided (above) when there is one.
@@ -481,23 +483,15 @@ Block head_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weight
   return assemble(ops, registration, [](std::size_t) { return true; });
 }
 
-namespace {
-// A kernel of multi_tensor_apply (foreach ops, fused optimizers: models/compute/elementwise.cpp).
-models::KernelSpec multi_tensor(models::KernelSpec spec) {
-  spec.params["multi_tensor"] = 1;
-  return spec;
-}
-}  // namespace
-
 Kernels clip_norm_kernels(const TrainingConfig& t, double params) {
   if (t.max_norm <= 0) return {};
   // clip_grad_norm_(foreach=True): _foreach_norm reads every fp32 gradient once.
-  return {{"clip_grad_norm.norm", multi_tensor(elementwise(models::Dtype::fp32, params, 4, 0, 2))}};
+  return {{"clip_grad_norm.norm", models::multi_tensor(elementwise(models::Dtype::fp32, params, 4, 0, 2))}};
 }
 
 Kernels clip_scale_kernels(const TrainingConfig& t, double params) {
   if (t.max_norm <= 0) return {};
-  return {{"clip_grad_norm.scale", multi_tensor(elementwise(models::Dtype::fp32, params, 4, 4, 1))}};
+  return {{"clip_grad_norm.scale", models::multi_tensor(elementwise(models::Dtype::fp32, params, 4, 4, 1))}};
 }
 
 Kernels optimizer_kernels(const TrainingConfig& t, double params) {
@@ -506,8 +500,8 @@ Kernels optimizer_kernels(const TrainingConfig& t, double params) {
   // param, exp_avg, exp_avg_sq: 28 bytes per parameter. SGD with momentum: reads param, grad,
   // momentum, writes param, momentum: 20 bytes.
   if (t.optimizer == Optimizer::sgd)
-    return {{"optimizer.sgd", multi_tensor(elementwise(models::Dtype::fp32, params, 12, 8, 3))}};
-  return {{"optimizer.adamw", multi_tensor(elementwise(models::Dtype::fp32, params, 16, 12, 16))}};
+    return {{"optimizer.sgd", models::multi_tensor(elementwise(models::Dtype::fp32, params, 12, 8, 3))}};
+  return {{"optimizer.adamw", models::multi_tensor(elementwise(models::Dtype::fp32, params, 16, 12, 16))}};
 }
 
 ProgramBuilder::ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap) : cpu_op_gap_(cpu_op_gap) {
