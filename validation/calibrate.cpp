@@ -189,8 +189,9 @@ std::string calibration_section(const CalibrationOutcome& out, const std::vector
   y += set("fit", out.fit) + set("holdout", out.holdout);
   y += "    parameters:\n";
   for (const FittedParameter& p : out.parameters)
-    y += fmt::format("      {}: {{initial: {:.6g}, value: {:.6g}, relative_error: {:.3g}, determined: {}}}\n", p.key,
-                     p.initial, p.value, p.relative_error, p.determined ? "true" : "false");
+    y += fmt::format("      {}: {{initial: {:.6g}, value: {:.6g}, relative_error: {:.3g}, determined: {}{}}}\n", p.key,
+                     p.initial, p.value, p.relative_error, p.determined ? "true" : "false",
+                     p.dropped_error > 0 ? fmt::format(", dropped_error: {:.3g}", p.dropped_error) : "");
   y += "    sources:\n";
   for (const MeasurementFile& f : files)
     y += "      - {file: \"" + f.path + "\", tool: \"" + f.source.tool + "\"}\n";
@@ -281,6 +282,7 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
   // is latency-bound).
   const auto n_params = static_cast<Eigen::Index>(params.size());
   std::vector<bool> active(params.size(), true);
+  std::vector<double> dropped_error(params.size(), 0.0);
   Eigen::VectorXd theta = Eigen::VectorXd::Zero(n_params);
   LeastSquaresResult fit;
   std::vector<Eigen::Index> index;  // active parameter -> position in `params`
@@ -317,6 +319,7 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
     }
     if (!dropped && worst) {
       active[static_cast<std::size_t>(index[*worst])] = false;
+      dropped_error[static_cast<std::size_t>(index[*worst])] = fit.standard_error[static_cast<Eigen::Index>(*worst)];
       dropped = true;
     }
     if (!dropped || index.empty()) break;
@@ -328,6 +331,7 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
     p.key = params[k].key;
     p.initial = params[k].initial;
     p.determined = active[k];
+    p.dropped_error = dropped_error[k];
     p.value = params[k].value(theta[static_cast<Eigen::Index>(k)]);
     if (p.determined) {
       const auto pos = std::find(index.begin(), index.end(), static_cast<Eigen::Index>(k)) - index.begin();
@@ -360,8 +364,10 @@ CalibrationOutcome calibrate(const std::vector<MeasurementFile>& files, const Ca
 std::string format_calibration_text(const CalibrationOutcome& out) {
   std::string s = fmt::format("{:<40} {:>10} {:>10} {:>9}\n", "parameter", "initial", "fitted", "+/- rel");
   for (const FittedParameter& p : out.parameters)
-    s += p.determined ? fmt::format("{:<40} {:>10.4g} {:>10.4g} {:>8.2f}%\n", p.key, p.initial, p.value, 100 * p.relative_error)
-                      : fmt::format("{:<40} {:>10.4g} {:>10} {:>9}\n", p.key, p.initial, "(kept)", "no data");
+    s += p.determined      ? fmt::format("{:<40} {:>10.4g} {:>10.4g} {:>8.2f}%\n", p.key, p.initial, p.value, 100 * p.relative_error)
+         : p.dropped_error > 0 ? fmt::format("{:<40} {:>10.4g} {:>10} {:>8.0f}%  too loose\n", p.key, p.initial, "(kept)",
+                                             100 * p.dropped_error)
+                               : fmt::format("{:<40} {:>10.4g} {:>10} {:>9}\n", p.key, p.initial, "(kept)", "no data");
   auto line = [](const char* name, const CaseSetError& e) {
     return fmt::format("{:<8} {:>4} cases ({:>4} headline): geomean |error| {:6.2f}% -> {:6.2f}%   (all sizes {:6.2f}% -> {:6.2f}%)\n",
                        name, e.cases, e.headline_cases, 100 * e.before, 100 * e.after, 100 * e.before_all,

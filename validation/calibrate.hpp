@@ -45,7 +45,10 @@ struct FittedParameter {
   double value = 1;         ///< the written value (a multiplier, or a GEMM efficiency)
   double initial = 1;       ///< the model's value before the fit
   double relative_error = 0;  ///< standard error of the value / value (0 when not determined)
-  bool determined = false;  ///< false: no fit case depends on it; written as `initial`
+  bool determined = false;  ///< false: written as `initial` (see dropped_error)
+  /// Not determined because the cases pin it down only this loosely (its relative standard
+  /// error when the fit dropped it, > 25 %); 0 when no fit case depends on it at all.
+  double dropped_error = 0;
 };
 
 /// @brief Error figures of one set of cases (geomean |error| as in validate.hpp).

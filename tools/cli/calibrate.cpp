@@ -30,7 +30,8 @@ nlohmann::json to_json(const validation::CalibrationOutcome& out, const std::str
   nlohmann::json params = nlohmann::json::array();
   for (const auto& p : out.parameters)
     params.push_back({{"key", p.key}, {"initial", p.initial}, {"value", p.value},
-                      {"relative_error", p.relative_error}, {"determined", p.determined}});
+                      {"relative_error", p.relative_error}, {"determined", p.determined},
+                      {"dropped_error", p.dropped_error}});
   auto set = [](const validation::CaseSetError& e) {
     return nlohmann::json{{"cases", e.cases}, {"headline_cases", e.headline_cases},
                           {"geomean_error_before", e.before}, {"geomean_error_after", e.after},
