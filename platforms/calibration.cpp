@@ -53,6 +53,11 @@ double Calibration::algorithm_efficiency_scale(const std::string& algo) const {
   return it == algorithms.end() ? 1.0 : it->second;
 }
 
+double Calibration::link_bandwidth_scale(const std::string& type) const {
+  auto it = links.find(type);
+  return it == links.end() ? 1.0 : it->second.bandwidth_scale;
+}
+
 const ProtocolCalibration& Calibration::protocol(const std::string& name) const {
   static const ProtocolCalibration identity;
   auto it = protocols.find(name);

@@ -48,6 +48,8 @@ struct Calibration {
 
   const ProtocolCalibration& protocol(const std::string& name) const;
   double algorithm_efficiency_scale(const std::string& algo) const;
+  /// @brief The bandwidth factor of link type `type` (nvlink pcie inter_socket network), 1 if none.
+  double link_bandwidth_scale(const std::string& type) const;
   /// @brief True when `file`'s case `index` was used to fit this calibration.
   bool was_fitted(const std::string& file, int index) const;
 };

@@ -14,6 +14,20 @@
 namespace stepsim::models::nccl {
 namespace {
 
+/// A link's datasheet bandwidth: NCCL sizes its graphs from what it detects (NVLink counts,
+/// PCIe widths, the NIC's port rate), never from what a wire achieves, so a calibrated
+/// achieved-bandwidth factor must not change NCCL's view (a 0.95 NVLink factor would
+/// otherwise read as 11.4 NVLinks and reshape the channel search).
+double nominal_bandwidth(const platforms::Platform& platform, const platforms::Link& link) {
+  return link.bandwidth / platform.calibration.link_bandwidth_scale(platforms::to_string(link.type));
+}
+
+double nominal_route_bandwidth(const platforms::Platform& platform, const platforms::Route& route) {
+  double narrowest = std::numeric_limits<double>::infinity();
+  for (const platforms::Hop& hop : route.hops) narrowest = std::min(narrowest, nominal_bandwidth(platform, platform.link(hop.link)));
+  return route.hops.empty() ? route.bandwidth : narrowest;
+}
+
 bool crosses_nvswitch(const platforms::Platform& platform, const platforms::Route& route) {
   for (const platforms::Hop& hop : route.hops) {
     const platforms::Link link = platform.link(hop.link);
@@ -33,7 +47,7 @@ double nccl_host_path_bw(const platforms::Platform& platform, const platforms::R
   double wire = std::numeric_limits<double>::infinity();
   for (const platforms::Hop& hop : route.hops) {
     const platforms::Link link = platform.link(hop.link);
-    if (!link.half_duplex) wire = std::min(wire, link.bandwidth);
+    if (!link.half_duplex) wire = std::min(wire, nominal_bandwidth(platform, link));
   }
   const double bw = wire / kGB * kNcclPciePerWire;
   return platform.cpu_vendor == "intel" ? bw * 5.0 / 6.0 : bw;
@@ -52,11 +66,12 @@ bool crosses_cpu(const platforms::Platform& platform, const platforms::Route& ro
 /// One route's bandwidth in NCCL's figures (GB/s).
 double nccl_route_bw(const platforms::Platform& platform, const platforms::Route& route) {
   const platforms::GpuModel& gpu = platform.gpu();
+  const double bandwidth = nominal_route_bandwidth(platform, route);
   if (route.worst == platforms::LinkType::nvlink && gpu.nvlink_bandwidth_per_link > 0)
-    return route.bandwidth / gpu.nvlink_bandwidth_per_link * nvlink_bw_per_link(gpu.sm_version);
+    return bandwidth / gpu.nvlink_bandwidth_per_link * nvlink_bw_per_link(gpu.sm_version);
   if (route.worst == platforms::LinkType::pcie && crosses_cpu(platform, route))
     return nccl_host_path_bw(platform, route);
-  return route.bandwidth / kGB * kNcclPciePerWire;
+  return bandwidth / kGB * kNcclPciePerWire;
 }
 
 /// The node's NVLinks between the ranks of `group` in NCCL's figures: links x the
@@ -165,7 +180,7 @@ NcclSystem nccl_system(const CollectiveContext& ctx) {
   sys.nvls = platform.has_nvls() && sys.sm >= 90;
   sys.collnet = platform.fabric().sharp && platform.fabric().kind != platforms::FabricKind::none;
   sys.nics_per_node = static_cast<int>(platform.node().nics.size());
-  sys.nic_bw = platform.fabric().nic_bandwidth / kGB;
+  sys.nic_bw = platform.fabric().nic_bandwidth / platform.calibration.link_bandwidth_scale("network") / kGB;
 
   // The intra-node graph: the ring through the largest node group of the allocation.
   std::vector<int> group;

@@ -64,6 +64,32 @@ TEST(CliCollective, RingChainFactorScalesOnlyBroadcastAndReduce) {
   for (const char* op : {"allreduce", "allgather"}) EXPECT_DOUBLE_EQ(busbw(op, true), busbw(op, false)) << op;
 }
 
+// A calibrated link factor is what the wire achieves: NCCL still sizes its graph from the
+// links it detects (12 NVLinks, the NIC's port rate), so its channels and choice do not move;
+// the factor shows only where the achieved rate falls below NCCL's per-channel figures.
+TEST(CliCollective, LinkFactorsScaleTheWireNotNcclsView) {
+  auto run = [&](const char* preset, const char* nodes, const std::string& factor) {
+    std::vector<std::string> args = {preset, "--op", "allreduce", "--size", "1GiB", "--nodes", nodes};
+    if (!factor.empty()) args.insert(args.end(), {"-p", factor});
+    return run_json(args);
+  };
+  struct Case {
+    const char* preset;
+    const char* nodes;
+    const char* type;
+  };
+  for (const Case& c : {Case{"dgx-a100", "1", "nvlink"}, Case{"dgx-h100", "2", "network"}}) {
+    const std::string key = std::string("calibration.links.") + c.type + ".bandwidth_scale=";
+    const auto base = run(c.preset, c.nodes, "");
+    const auto slight = run(c.preset, c.nodes, key + "0.97");
+    EXPECT_EQ(slight["channels"], base["channels"]) << c.type;
+    EXPECT_EQ(slight["schedule"], base["schedule"]) << c.type;
+    const auto halved = run(c.preset, c.nodes, key + "0.3");
+    EXPECT_EQ(halved["channels"], base["channels"]) << c.type;
+    EXPECT_LT(halved["busbw_GBps"].get<double>(), 0.6 * base["busbw_GBps"].get<double>()) << c.type;
+  }
+}
+
 TEST(CliCollective, EveryAlgorithmPassesTheCheckerThroughTheCli) {
   for (const char* algo : {"ring", "tree", "rhd", "direct", "nccl"}) {
     for (const char* op : {"allreduce", "broadcast"}) {
