@@ -20,6 +20,8 @@ struct NodeTemplate;
 struct Fabric;
 
 struct LinkCalibration {
+  /// What the wire achieves of its datasheet rate; NCCL's graph search still reads the
+  /// datasheet figure, as the library detects link counts and port rates (nccl_topology.cpp).
   double bandwidth_scale = 1;
   double latency_scale = 1;
 };
