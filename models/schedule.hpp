@@ -20,10 +20,14 @@
 /// i-th (0-based) with every step's block replaced by (block + i * block_shift) mod num_blocks:
 /// the compact form that keeps a 16k-rank ring at one round of n steps.
 ///
-/// Cost contract: a transfer costs `protocol.step_latency + route.latency + wire_bytes /
-/// min(route.bandwidth * protocol.efficiency share, protocol.per_step_bandwidth_cap)`; the
-/// whole schedule starts after `launch_latency`. Reductions on arrival are fused into the
-/// receive, as in NCCL, and add no time.
+/// Cost contract (models/schedule_clock.hpp states it exactly): a transfer occupies its
+/// sender for `protocol.step_latency + wire_bytes / min(route.bandwidth *
+/// protocol.efficiency share, protocol.per_step_bandwidth_cap)` and its data arrive
+/// `route.latency` after that; the sender is free once it has transmitted, so consecutive
+/// transfers of a pipeline overlap their latencies, up to `protocol.slots_in_flight` per
+/// connection. "Finished" in the dependency contract means sent for a step's source and
+/// arrived for its destination. The whole schedule starts after `launch_latency`.
+/// Reductions on arrival are fused into the receive, as in NCCL, and add no time.
 ///
 /// Compression (models/compression/). Every endpoint holds each cell in up to two forms: raw
 /// and compressed (two buffers). A compress step (src == dst, the endpoint whose GPU runs it)
@@ -112,8 +116,12 @@ struct Round {
 struct Protocol {
   std::string name = "ideal";
   double efficiency = 1.0;                    ///< fraction of link bandwidth usable
-  Seconds step_latency = 0;                   ///< added to every step
+  Seconds step_latency = 0;                   ///< sender time every transfer adds (a handover)
   BytesPerSecond per_step_bandwidth_cap = std::numeric_limits<double>::infinity();
+  /// Transfers a connection (source -> destination, one channel) may have in flight before
+  /// the oldest one's slot is credited back (NCCL: NCCL_STEPS buffer slots over the steps a
+  /// pipeline chunk takes); 0 = unbounded.
+  int slots_in_flight = 0;
 };
 
 struct Schedule {

@@ -45,6 +45,10 @@ PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Place
     throw ConfigError(here, fmt::format("protocol '{}' caps a step at {} B/s", proto.name,
                                         proto.per_step_bandwidth_cap),
                       "use a positive cap, or infinity for none");
+  if (proto.slots_in_flight < 0)
+    throw ConfigError(here, fmt::format("protocol '{}' allows {} transfers in flight", proto.name,
+                                        proto.slots_in_flight),
+                      "use a positive count of slots per connection, or 0 for unbounded");
 
   for (int gpu : placement.allocation.gpus) {
     if (gpu < 0 || gpu >= platform_.gpu_count())

@@ -66,10 +66,6 @@ class PreparedSchedule {
   const models::Protocol& protocol() const { return schedule_.protocol; }
   Seconds launch_latency() const { return schedule_.launch_latency; }
 
-  /// @brief Latency a transfer pays before its bytes flow: protocol step latency + route latency.
-  Seconds step_latency(const PreparedStep& step) const {
-    return schedule_.protocol.step_latency + step.route->latency;
-  }
 
   /// @brief Whether the schedule moves bytes across `link` in both directions.
   bool crosses_both_ways(int link) const {

@@ -1,6 +1,7 @@
 #include "sim/schedule_flows.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace stepsim::sim {
 
@@ -59,6 +60,35 @@ ScheduleFlows::ScheduleFlows(const PreparedSchedule& prepared, std::vector<std::
     rounds_.push_back(std::move(index));
   }
   total_steps_ = tag;
+  if (prepared_.protocol().slots_in_flight > 0) index_connections();
+}
+
+void ScheduleFlows::index_connections() {
+  std::unordered_map<std::int64_t, int> ids;
+  std::vector<std::int64_t> transfers;   // per connection, transfers of the rounds indexed so far
+  for (std::size_t r = 0; r < rounds_.size(); ++r) {
+    const PreparedRound& round = prepared_.rounds()[r];
+    RoundIndex& index = rounds_[r];
+    const std::size_t n = round.steps.size();
+    index.connection.assign(n, -1);
+    index.transfer_first.assign(n, 0);
+    index.transfer_per_rep.assign(n, 0);
+    std::unordered_map<int, int> per_rep;   // connection -> transfers in one repetition
+    for (std::size_t s = 0; s < n; ++s) {
+      const PreparedStep& step = round.steps[s];
+      if (step.codec) continue;
+      const std::int64_t key = static_cast<std::int64_t>(step.src_pair) * prepared_.pairs() + step.dst_pair;
+      const auto [it, added] = ids.try_emplace(key, static_cast<int>(transfers.size()));
+      if (added) transfers.push_back(0);
+      index.connection[s] = it->second;
+      index.transfer_first[s] = transfers[static_cast<std::size_t>(it->second)] + per_rep[it->second]++;
+    }
+    for (std::size_t s = 0; s < n; ++s)
+      if (index.connection[s] >= 0) index.transfer_per_rep[s] = per_rep[index.connection[s]];
+    for (const auto& [connection, count] : per_rep)
+      transfers[static_cast<std::size_t>(connection)] += static_cast<std::int64_t>(count) * round.repeat;
+  }
+  connection_count_ = static_cast<int>(transfers.size());
 }
 
 ScheduleFlows::Instance::Instance(const ScheduleFlows& flows, SimgridNetwork& network, std::uint64_t tag_base,
@@ -68,6 +98,7 @@ ScheduleFlows::Instance::Instance(const ScheduleFlows& flows, SimgridNetwork& ne
       tag_base_(tag_base),
       start_(start),
       pairs_(flows.prepared_.pairs()),
+      connections_(static_cast<std::size_t>(flows.connection_count_)),
       remaining_(flows.endpoint_steps_),
       finish_(flows.prepared_.endpoints(), start + flows.prepared_.launch_latency()) {}
 
@@ -110,17 +141,57 @@ void ScheduleFlows::Instance::issue_sends(int pair, int rep, Seconds now) {
       network_.finish_at(now + step.codec_time, tag_base_ + tag);
       if (codec_started_) codec_started_(step.src, now, now + step.codec_time);
     } else {
-      const HostPair& hosts = flows_.step_hosts_[inv.round][s];
-      network_.start_flow(now + prepared.step_latency(step), hosts.src, hosts.dst, flow_bytes(prepared, step),
-                          tag_base_ + tag);
+      gate_transfer(inv.round, s, rep, tag, now);
     }
   }
 }
 
+void ScheduleFlows::Instance::start_transfer(int round, int step, std::uint64_t tag, Seconds at) {
+  const PreparedSchedule& prepared = flows_.prepared_;
+  const HostPair& hosts = flows_.step_hosts_[round][step];
+  network_.start_flow(at + prepared.protocol().step_latency, hosts.src, hosts.dst,
+                      flow_bytes(prepared, prepared.rounds()[round].steps[step]), tag_base_ + tag);
+}
+
+void ScheduleFlows::Instance::gate_transfer(int round, int step, int rep, std::uint64_t tag, Seconds now) {
+  const int slots = flows_.prepared_.protocol().slots_in_flight;
+  const RoundIndex& index = flows_.rounds_[round];
+  const std::int64_t needed =
+      slots <= 0 ? -1 : index.transfer_first[step] + static_cast<std::int64_t>(rep) * index.transfer_per_rep[step] - slots;
+  if (needed < 0) {
+    start_transfer(round, step, tag, now);
+    return;
+  }
+  ConnectionState& connection = connections_[static_cast<std::size_t>(index.connection[step])];
+  const auto credit = connection.credit.find(needed);
+  if (credit == connection.credit.end()) {
+    connection.waiting.push_back({needed, now, round, step, tag});
+    return;
+  }
+  start_transfer(round, step, tag, std::max(now, credit->second));
+  connection.credit.erase(credit);
+}
+
+void ScheduleFlows::Instance::credit_arrival(int round, int step, int rep, Seconds credit_time) {
+  const RoundIndex& index = flows_.rounds_[round];
+  ConnectionState& connection = connections_[static_cast<std::size_t>(index.connection[step])];
+  const std::int64_t transfer = index.transfer_first[step] + static_cast<std::int64_t>(rep) * index.transfer_per_rep[step];
+  for (auto it = connection.waiting.begin(); it != connection.waiting.end(); ++it) {
+    if (it->needed != transfer) continue;
+    const Waiting waiting = *it;
+    connection.waiting.erase(it);
+    start_transfer(waiting.round, waiting.step, waiting.tag, std::max(waiting.ready, credit_time));
+    return;
+  }
+  connection.credit.emplace(transfer, credit_time);
+}
+
 void ScheduleFlows::Instance::flow_done(std::uint64_t tag, Seconds now,
                                         const std::function<void(int endpoint)>& endpoint_done) {
-  ++finished_steps_;
   tag -= tag_base_;
+  // Tags past the steps' are arrivals: the same step, its route latency after transmission.
+  const bool arrival = tag >= flows_.total_steps_;
+  if (arrival) tag -= flows_.total_steps_;
   // Rounds are few; find the one holding this tag.
   const auto it = std::upper_bound(flows_.rounds_.begin(), flows_.rounds_.end(), tag,
                                    [](std::uint64_t t, const RoundIndex& r) { return t < r.first_tag; });
@@ -130,14 +201,30 @@ void ScheduleFlows::Instance::flow_done(std::uint64_t tag, Seconds now,
   const int rep = static_cast<int>(offset / round.steps.size());
   const int s = static_cast<int>(offset % round.steps.size());
   const PreparedStep& step = round.steps[s];
-  const int endpoints[2] = {step.src, step.dst};
-  for (int k = 0; k < step.pair_count(); ++k) {
-    const int endpoint = endpoints[k];
-    finish_[endpoint] = std::max(finish_[endpoint], now);
-    if (--remaining_[endpoint] == 0 && endpoint_done) endpoint_done(endpoint);
+  if (!arrival) {
+    // Transmitted (or a codec step done): the source is free.
+    endpoint_finished(step.src, now, endpoint_done);
+    mark_done(step.src_pair, flows_.rounds_[r].src_first[s] + rep, now);
+    if (step.codec) {
+      ++finished_steps_;
+      return;
+    }
+    const Seconds latency = step.route->latency;
+    if (latency > 0) {
+      network_.finish_at(now + latency, tag_base_ + flows_.total_steps_ + tag);
+      return;
+    }
   }
-  mark_done(step.src_pair, flows_.rounds_[r].src_first[s] + rep, now);
-  if (!step.codec) mark_done(step.dst_pair, flows_.rounds_[r].dst_first[s] + rep, now);
+  ++finished_steps_;
+  endpoint_finished(step.dst, now, endpoint_done);
+  if (flows_.prepared_.protocol().slots_in_flight > 0) credit_arrival(r, s, rep, now + step.route->latency);
+  mark_done(step.dst_pair, flows_.rounds_[r].dst_first[s] + rep, now);
+}
+
+void ScheduleFlows::Instance::endpoint_finished(int endpoint, Seconds now,
+                                                const std::function<void(int endpoint)>& endpoint_done) {
+  finish_[endpoint] = std::max(finish_[endpoint], now);
+  if (--remaining_[endpoint] == 0 && endpoint_done) endpoint_done(endpoint);
 }
 
 void ScheduleFlows::Instance::mark_done(int pair, std::int64_t involvement, Seconds now) {

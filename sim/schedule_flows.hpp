@@ -14,21 +14,27 @@
 /// the sends of involvement j exactly when all its involvements < j have finished, which is
 /// the contract's rule (a step starts when its source's steps of earlier rounds finished).
 ///
-/// Cost mapping (equivalent to the analytical formula when nothing is shared): the flow of a
-/// step starts `step_latency + route.latency` after the step is ready (latency as a delayed
-/// start rather than SimGrid link latency, which would skew max-min shares by 1 / latency;
-/// see simgrid_network.hpp) and moves `wire_bytes / protocol.efficiency` through the route's
+/// Cost mapping (the analytical clock's rule, models/schedule_clock.hpp, to the instant when
+/// nothing is shared): a step's flow starts `protocol.step_latency` after the step is ready
+/// (the sender's handover) and moves `wire_bytes / protocol.efficiency` through the route's
 /// links, whose capacities are the platform's. Alone, (b / e) / B = b / (e B), the cost
-/// contract's time. Shared, a low-efficiency flow takes more of a link than its payload,
+/// contract's transmission time. When the last byte has left, the step is done at its source;
+/// it is done at its destination `route.latency` later (latency as a delayed arrival rather
+/// than SimGrid link latency, which would skew max-min shares by 1 / latency; see
+/// simgrid_network.hpp). Shared, a low-efficiency flow takes more of a link than its payload,
 /// which is what NCCL's LL protocol does (it sends a flag with every 4 bytes of data);
 /// scaling bytes rather than link capacities lets schedules of different protocols share one
 /// network. The per-step cap is the route's job (PlatformNetwork: cap / efficiency, so a
-/// capped lone step takes wire_bytes / cap). A codec step (compress / decompress) is no flow:
-/// it completes `codec_time` after it is ready (SimgridNetwork::finish_at), as the analytical
-/// engine prices it, so the two engines agree on it exactly.
+/// capped lone step takes wire_bytes / cap). With `protocol.slots_in_flight` = k > 0, the
+/// j-th transfer of a connection (source pair -> destination pair) waits until transfer j - k
+/// has arrived and its credit has travelled back (its route latency again). A codec step
+/// (compress / decompress) is no flow: it completes `codec_time` after it is ready
+/// (SimgridNetwork::finish_at), as the analytical engine prices it, so the two engines agree
+/// on it exactly.
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "sim/prepared_schedule.hpp"
@@ -43,8 +49,8 @@ class ScheduleFlows {
   ScheduleFlows(const PreparedSchedule& prepared, std::vector<std::vector<HostPair>> step_hosts);
 
   const PreparedSchedule& prepared() const { return prepared_; }
-  /// @brief Tags (expanded steps) one instance uses.
-  std::uint64_t tag_count() const { return total_steps_; }
+  /// @brief Tags one instance uses: per expanded step, its transmission and its arrival.
+  std::uint64_t tag_count() const { return 2 * total_steps_; }
   /// @brief Expanded steps in which `endpoint` sends, receives or runs a codec.
   std::int64_t endpoint_steps(int endpoint) const { return endpoint_steps_[endpoint]; }
   /// @brief Bytes a step's flow moves: wire bytes over the protocol's efficiency.
@@ -80,16 +86,37 @@ class ScheduleFlows {
       bool sends_issued = false;   ///< sends of `base` issued
       std::deque<int> done;        ///< finished steps of involvements base, base + 1, ...
     };
+    /// A transfer ready at `ready` that waits for the credit of transfer `needed`.
+    struct Waiting {
+      std::int64_t needed = 0;
+      Seconds ready = 0;
+      int round = 0, step = 0;
+      std::uint64_t tag = 0;
+    };
+    /// Per connection (slots_in_flight > 0 only): when the slots of arrived transfers are
+    /// credited back (each is claimed by the transfer `slots` later), and the transfers
+    /// waiting for a credit not yet known.
+    struct ConnectionState {
+      std::map<std::int64_t, Seconds> credit;   ///< arrived transfers whose slot is not reused yet
+      std::vector<Waiting> waiting;
+    };
 
     void advance(int pair, Seconds now);
     void issue_sends(int pair, int rep, Seconds now);
+    /// @brief Starts the flow of a transfer step at `at` (its handover first).
+    void start_transfer(int round, int step, std::uint64_t tag, Seconds at);
+    /// @brief Starts the transfer now or once its connection has a free slot.
+    void gate_transfer(int round, int step, int rep, std::uint64_t tag, Seconds now);
+    void credit_arrival(int round, int step, int rep, Seconds credit_time);
     void mark_done(int pair, std::int64_t involvement, Seconds now);
+    void endpoint_finished(int endpoint, Seconds now, const std::function<void(int endpoint)>& endpoint_done);
 
     const ScheduleFlows& flows_;
     SimgridNetwork& network_;
     std::uint64_t tag_base_;
     Seconds start_;
     std::vector<PairState> pairs_;
+    std::vector<ConnectionState> connections_;
     std::vector<std::int64_t> remaining_;   ///< per endpoint, steps not finished yet
     std::vector<Seconds> finish_;
     std::uint64_t finished_steps_ = 0;
@@ -108,7 +135,15 @@ class ScheduleFlows {
     std::vector<std::int64_t> src_first;    ///< per step: Involvement::first at its source
     std::vector<std::int64_t> dst_first;
     std::uint64_t first_tag = 0;            ///< tag of (repetition 0, step 0)
+    /// Per step, with slots_in_flight > 0: its connection, and its transfer number there in
+    /// repetition rep = transfer_first + rep * transfer_per_rep.
+    std::vector<int> connection;
+    std::vector<std::int64_t> transfer_first;
+    std::vector<int> transfer_per_rep;
   };
+
+  /// @brief Numbers every transfer on its connection (slots_in_flight > 0 only).
+  void index_connections();
 
   const PreparedSchedule& prepared_;
   std::vector<std::vector<HostPair>> step_hosts_;
@@ -116,6 +151,7 @@ class ScheduleFlows {
   std::vector<RoundIndex> rounds_;
   std::vector<std::int64_t> endpoint_steps_;
   std::uint64_t total_steps_ = 0;
+  int connection_count_ = 0;
 };
 
 }  // namespace stepsim::sim

@@ -37,6 +37,7 @@
 #include "models/collectives/nccl_topology.hpp"
 #include "models/collectives/nccl_tuning.hpp"
 #include "models/collectives/nccl_versions.hpp"
+#include "models/schedule_clock.hpp"
 #include "platforms/config_error.hpp"
 
 namespace stepsim::models {
@@ -147,18 +148,24 @@ int endpoint_vertex(const Schedule& s, const CollectiveContext& ctx, int endpoin
                                  : s.switch_vertices.at(static_cast<std::size_t>(endpoint - s.spec.ranks));
 }
 
-/// Route latency the engine charges on the critical path: the slowest route of each round.
+/// Route latency the engines charge on the critical path: the schedule's makespan when every
+/// transfer moves no bytes (models/schedule_clock.hpp), so a pipeline pays each hop's latency
+/// once, as NCCL's per-hop latency terms do.
 Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx) {
-  Seconds total = 0;
+  ScheduleClock clock(s.endpoints() * s.channels, 0, 0);
   for (const Round& round : s.rounds) {
-    Seconds worst = 0;
-    for (const Step& step : round.steps)
-      worst = std::max(worst, ctx.platform
-                                  .route(endpoint_vertex(s, ctx, step.src), endpoint_vertex(s, ctx, step.dst))
-                                  .latency);
-    total += worst * round.repeat;
+    std::vector<TimedStep> steps;
+    steps.reserve(round.steps.size());
+    for (const Step& step : round.steps) {
+      const int src = step.src * s.channels + step.channel, dst = step.dst * s.channels + step.channel;
+      const Seconds latency =
+          step.is_codec() ? 0
+                          : ctx.platform.route(endpoint_vertex(s, ctx, step.src), endpoint_vertex(s, ctx, step.dst)).latency;
+      steps.push_back({src, dst, 0, latency});
+    }
+    clock.run_round(steps, round.repeat);
   }
-  return total;
+  return clock.makespan();
 }
 
 /// A typical per-round route latency: one intra-node hop, or one network hop off-node.

@@ -16,7 +16,8 @@ TEST(Analytical, SingleTransferIsAlphaPlusSizeOverBandwidth) {
   const auto result = run_engine("analytical", single_transfer(kGiB), platform, first_gpus(2));
   EXPECT_NEAR(result.time, 0.7e-6 + kGiB / 25e9, 1e-9 * result.time);
   ASSERT_EQ(result.rank_finish.size(), 2u);
-  EXPECT_EQ(result.rank_finish[0], result.time);
+  // The sender is done once its bytes have left; they land the latency later.
+  EXPECT_NEAR(result.rank_finish[0], kGiB / 25e9, 1e-9 * result.time);
   EXPECT_EQ(result.rank_finish[1], result.time);
 }
 
@@ -59,14 +60,15 @@ TEST(Analytical, LinkUsageCountsEveryRepetition) {
 
 // Full iteration of a ring whose links all differ: no uniform advance until the slowest link
 // has gated everybody, so the engine must iterate, and extrapolate only once that is exact.
-// Reference: the dependency rule applied to every expanded step, no extrapolation.
-double reference_ring_time(int n, int repeat, const std::vector<double>& step_duration) {
-  std::vector<double> ready(n, 0), finish(n);
+// Reference: the clock's rule (models/schedule_clock.hpp) applied to every expanded step, no
+// extrapolation: rank i sends for transmit[i], its bytes land latency[i] later.
+double reference_ring_time(int n, int repeat, const std::vector<double>& transmit, const std::vector<double>& latency) {
+  std::vector<double> ready(n, 0), sent(n);
   for (int rep = 0; rep < repeat; ++rep) {
-    for (int i = 0; i < n; ++i) finish[i] = ready[i] + step_duration[i];
+    for (int i = 0; i < n; ++i) sent[i] = ready[i] + transmit[i];
     for (int i = 0; i < n; ++i) {
-      ready[i] = std::max(ready[i], finish[i]);
-      ready[(i + 1) % n] = std::max(ready[(i + 1) % n], finish[i]);
+      ready[i] = std::max(ready[i], sent[i]);
+      ready[(i + 1) % n] = std::max(ready[(i + 1) % n], sent[i] + latency[i]);
     }
   }
   return *std::max_element(ready.begin(), ready.end());
@@ -78,10 +80,10 @@ TEST(Analytical, HeterogeneousRingMatchesFullIteration) {
   // Every 8th link is a slow "inter-node" hop, one link slower still.
   auto bandwidth = [](int g) { return g == 37 ? 20e9 : (g % 8 == 7 ? 50e9 : 300e9 + 7e9 * g); };
   const auto platform = nvlink_ring(n, bandwidth, [=](int) { return latency; });
-  std::vector<double> duration(n);
-  for (int g = 0; g < n; ++g) duration[g] = latency + size / n / bandwidth(g);
+  std::vector<double> transmit(n), latencies(n, latency);
+  for (int g = 0; g < n; ++g) transmit[g] = size / n / bandwidth(g);
   const auto result = run_engine("analytical", ring_allgather(n, size), platform, first_gpus(n));
-  const double expected = reference_ring_time(n, n - 1, duration);
+  const double expected = reference_ring_time(n, n - 1, transmit, latencies);
   EXPECT_NEAR(result.time, expected, 1e-12 * expected);
 }
 
@@ -92,13 +94,14 @@ TEST(Analytical, ClusterRingOf4096RanksMatchesFullIteration) {
   const double size = 1024.0 * 1024 * 1024;
   const auto platform = nvswitch_cluster(nodes, 8, 450e9, 2e-6, 50e9);
   const auto allocation = first_gpus(n);
-  std::vector<double> duration(n);
+  std::vector<double> transmit(n), latencies(n);
   for (int i = 0; i < n; ++i) {
     const auto& route = platform.route(platform.gpu_vertex(i), platform.gpu_vertex((i + 1) % n));
-    duration[i] = route.latency + size / n / route.bandwidth;
+    transmit[i] = size / n / route.bandwidth;
+    latencies[i] = route.latency;
   }
   const auto result = run_engine("analytical", ring_allgather(n, size), platform, allocation);
-  const double expected = reference_ring_time(n, n - 1, duration);
+  const double expected = reference_ring_time(n, n - 1, transmit, latencies);
   EXPECT_NEAR(result.time, expected, 1e-9 * expected);
 }
 

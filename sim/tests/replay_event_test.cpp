@@ -181,8 +181,9 @@ TEST(EventReplay, CollectivesOnTheSameLinkShareIt) {
   const models::Schedule send = single_transfer(bytes);          // GPU 0 -> GPU 1
   const models::Schedule exchange = ring_allgather(2, 2 * bytes);   // one block each way
 
-  // Started together, two sends split the link: each takes latency + 2 bytes / bandwidth,
-  // twice the transfer time alone. The exchanges use both directions, each shared by two.
+  // Started together, two sends split the link: each sender is done after 2 bytes / bandwidth,
+  // twice the transfer time alone, and its bytes land `latency` later. The exchanges use both
+  // directions, each shared by two; every member receives, so each ends at the later time.
   const auto together = replay([&](ReplayBackend& backend) {
     backend.declare(send, placement);
     backend.declare(exchange, placement);
@@ -191,26 +192,25 @@ TEST(EventReplay, CollectivesOnTheSameLinkShareIt) {
     backend.start_collective(1.0, exchange, 3);
     backend.start_collective(1.0, exchange, 4);
   });
-  const Seconds shared = latency + 2 * bytes / bandwidth;
-  for (Token token : {1, 2}) expect_times(member_finish(together, token, 2), {shared, shared}, 0, 1e-9, "send");
+  const Seconds shared = 2 * bytes / bandwidth;
+  for (Token token : {1, 2})
+    expect_times(member_finish(together, token, 2), {shared, shared + latency}, 0, 1e-9, "send");
   for (Token token : {3, 4})
-    expect_times(member_finish(together, token, 2), {shared, shared}, 1.0, 1e-9, "exchange");
+    expect_times(member_finish(together, token, 2), {shared + latency, shared + latency}, 1.0, 1e-9, "exchange");
 
-  // Staggered: the second send starts when the first has moved a quarter of its bytes alone
-  // (its flow starts `latency` after its start); then both move at half the bandwidth until
-  // the first ends, and the second finishes alone.
+  // Staggered: the second send starts when the first has moved a quarter of its bytes alone;
+  // then both move at half the bandwidth until the first ends, and the second finishes alone.
   const Seconds second_start = 0.25 * bytes / bandwidth;
   const auto staggered = replay([&](ReplayBackend& backend) {
     backend.declare(send, placement);
     backend.start_collective(0, send, 1);
     backend.start_collective(second_start, send, 2);
   });
-  const Seconds overlap_begin = second_start + latency;
-  const Bytes first_left = bytes - (overlap_begin - latency) * bandwidth;
-  const Seconds first_end = overlap_begin + first_left / (bandwidth / 2);
+  const Bytes first_left = bytes - second_start * bandwidth;
+  const Seconds first_end = second_start + first_left / (bandwidth / 2);
   const Seconds second_end = first_end + (bytes - first_left) / bandwidth;
-  expect_times(member_finish(staggered, 1, 2), {first_end, first_end}, 0, 1e-9, "first");
-  expect_times(member_finish(staggered, 2, 2), {second_end, second_end}, 0, 1e-9, "second");
+  expect_times(member_finish(staggered, 1, 2), {first_end, first_end + latency}, 0, 1e-9, "first");
+  expect_times(member_finish(staggered, 2, 2), {second_end, second_end + latency}, 0, 1e-9, "second");
 }
 
 TEST(EventReplay, WakesComeInTimeThenRequestOrder) {
@@ -257,13 +257,14 @@ TEST(EventReplay, EqualTimeCallbacksOfCollectivesAndWakesComeInRequestOrder) {
   const std::vector<Event> expected = {
       {false, 10, 2, 1e-3}, {true, 11, -1, 1e-3}, {false, 12, 2, 1e-3}, {true, 13, -1, 1e-3}};
   EXPECT_EQ(at_launch, expected);
-  // The two transfers share one route at 100 GB/s; both end together, the earlier request's
-  // members first.
-  const Seconds end = 1e-3 + 1e-6 + 1e6 / 50e9;
-  const std::vector<std::pair<Token, int>> order = {{10, 0}, {10, 1}, {12, 0}, {12, 1}};
+  // The two transfers share one route at 100 GB/s; both senders are done together, the
+  // earlier request's first, and both receivers the route's 1 us latency later, in that order.
+  const Seconds sent = 1e-3 + 1e6 / 50e9;
+  const std::vector<std::pair<Token, int>> order = {{10, 0}, {12, 0}, {10, 1}, {12, 1}};
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(events[4 + i].token, order[i].first);
     EXPECT_EQ(events[4 + i].member, order[i].second);
+    const Seconds end = sent + (order[i].second == 1 ? 1e-6 : 0);
     EXPECT_NEAR(events[4 + i].time, end, 1e-9 * end);
   }
   // Deterministic: the same requests give the same callbacks, bit for bit.
@@ -299,7 +300,7 @@ TEST(EventReplay, LowEfficiencyProtocolScalesFlowBytes) {
     backend.start_collective(0, ll, 1);
   });
   const Seconds formula = 3e-6 + 0.5e-6 + latency + bytes / (0.5 * bandwidth);
-  expect_times(member_finish(alone, 1, 2), {formula, formula}, 0, 1e-9, "LL alone");
+  expect_times(member_finish(alone, 1, 2), {formula - latency, formula}, 0, 1e-9, "LL alone");
   expect_times(member_finish(alone, 1, 2), AnalyticalEngine().run(ll, placement).rank_finish, 0, 1e-9,
                "LL alone vs analytical");
 
@@ -316,8 +317,8 @@ TEST(EventReplay, LowEfficiencyProtocolScalesFlowBytes) {
   });
   const Seconds simple_end = latency + 2 * bytes / bandwidth;
   const Seconds ll_end = simple_end + bytes / bandwidth;
-  expect_times(member_finish(shared, 1, 2), {simple_end, simple_end}, 0, 1e-9, "Simple beside LL");
-  expect_times(member_finish(shared, 2, 2), {ll_end, ll_end}, 0, 1e-9, "LL beside Simple");
+  expect_times(member_finish(shared, 1, 2), {simple_end - latency, simple_end}, 0, 1e-9, "Simple beside LL");
+  expect_times(member_finish(shared, 2, 2), {ll_end - latency, ll_end}, 0, 1e-9, "LL beside Simple");
 }
 
 TEST(EventReplay, PerStepCapsBoundEachFlowOnItsOwn) {
@@ -339,7 +340,7 @@ TEST(EventReplay, PerStepCapsBoundEachFlowOnItsOwn) {
     backend.start_collective(0, capped_ll, 1);
   });
   const Seconds capped_time = latency + bytes / 10e9;
-  expect_times(member_finish(alone, 1, 2), {capped_time, capped_time}, 0, 1e-9, "capped alone");
+  expect_times(member_finish(alone, 1, 2), {capped_time - latency, capped_time}, 0, 1e-9, "capped alone");
   expect_times(member_finish(alone, 1, 2), AnalyticalEngine().run(capped_ll, placement).rank_finish, 0, 1e-9,
                "capped alone vs analytical");
 
@@ -355,9 +356,9 @@ TEST(EventReplay, PerStepCapsBoundEachFlowOnItsOwn) {
     backend.start_collective(0, free, 3);
   });
   for (Token token : {1, 2})
-    expect_times(member_finish(together, token, 2), {capped_time, capped_time}, 0, 1e-9, "capped");
+    expect_times(member_finish(together, token, 2), {capped_time - latency, capped_time}, 0, 1e-9, "capped");
   const Seconds free_end = capped_time + (4 * bytes - 30e9 * (capped_time - latency)) / bandwidth;
-  expect_times(member_finish(together, 3, 2), {free_end, free_end}, 0, 1e-9, "uncapped");
+  expect_times(member_finish(together, 3, 2), {free_end - latency, free_end}, 0, 1e-9, "uncapped");
 }
 
 }  // namespace
