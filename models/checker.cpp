@@ -176,8 +176,8 @@ std::optional<std::string> check_step_kind(const Schedule& s, const Step& st) {
 std::optional<std::string> check_structure(const Schedule& s) {
   const CollectiveSpec& spec = s.spec;
   if (spec.ranks < 1) return "schedule has " + std::to_string(spec.ranks) + " ranks";
-  if (s.num_blocks < 1 || s.pieces < 1 || s.channels < 1)
-    return "num_blocks, pieces and channels must be >= 1";
+  if (s.num_blocks < 1 || s.pieces < 1 || s.channels < 1 || s.lanes < 1)
+    return "num_blocks, pieces, channels and lanes must be >= 1";
   if ((spec.op == CollectiveOp::broadcast || spec.op == CollectiveOp::reduce) &&
       (spec.root < 0 || spec.root >= spec.ranks))
     return "root " + std::to_string(spec.root) + " is not a rank";
@@ -221,6 +221,10 @@ std::optional<std::string> check_structure(const Schedule& s) {
         return where + "piece " + std::to_string(st.piece) + " outside [0, " + std::to_string(s.pieces) + ")";
       if (st.channel < 0 || st.channel >= s.channels)
         return where + "channel " + std::to_string(st.channel) + " outside [0, " + std::to_string(s.channels) + ")";
+      if (st.src_lane < 0 || st.src_lane >= s.lanes || st.dst_lane < 0 || st.dst_lane >= s.lanes)
+        return where + "lane " + std::to_string(st.src_lane) + " -> " + std::to_string(st.dst_lane) + " outside [0, " +
+               std::to_string(s.lanes) + ")";
+      if (st.is_codec() && st.src_lane != st.dst_lane) return where + "codec step on two lanes";
       if (st.is_codec()) continue;
       const Bytes cells_bytes = st.block_count * (st.compressed ? s.compressed_piece_bytes : s.piece_bytes());
       if (std::abs(st.wire_bytes - cells_bytes) > 1e-9 * std::max(1.0, cells_bytes)) {
@@ -335,16 +339,19 @@ class RaceTracker {
     /// Clock entries, pairs x edges of their channel: what the size guard weighs.
     double clock_entries(const Schedule& s) const {
       double entries = 0;
-      for (int count : per_channel) entries += static_cast<double>(count) * s.endpoints();
+      for (int count : per_channel) entries += static_cast<double>(count) * s.endpoints() * s.lanes;
       return entries;
     }
   };
   static Edges number_edges(const Schedule& s) {
     Edges edges{std::vector<std::vector<int>>(s.rounds.size()), std::vector<int>(static_cast<std::size_t>(s.channels), 0)};
-    std::unordered_map<std::int64_t, int> ids;   // (channel, src, dst) -> edge
+    std::unordered_map<std::int64_t, int> ids;   // (channel, src pair, dst pair) -> edge
+    const std::int64_t pairs = s.pairs();
     for (std::size_t r = 0; r < s.rounds.size(); ++r)
       for (const Step& st : s.rounds[r].steps) {
-        const std::int64_t key = (static_cast<std::int64_t>(st.channel) * s.endpoints() + st.src) * s.endpoints() + st.dst;
+        const std::int64_t key = (static_cast<std::int64_t>(st.channel) * pairs + s.pair_of(st.src, st.channel, st.src_lane)) *
+                                     pairs +
+                                 s.pair_of(st.dst, st.channel, st.dst_lane);
         const auto [at, added] = ids.try_emplace(key, edges.per_channel[static_cast<std::size_t>(st.channel)]);
         if (added) ++edges.per_channel[static_cast<std::size_t>(st.channel)];
         edges.of[r].push_back(at->second);
@@ -353,10 +360,11 @@ class RaceTracker {
   }
 
   RaceTracker(const Schedule& s, Edges edges, std::int64_t slots) : s_(s), slots_(slots), edge_of_(std::move(edges.of)) {
-    clock_.resize(static_cast<std::size_t>(s.endpoints() * s.channels));
+    clock_.resize(static_cast<std::size_t>(s.pairs()));
     for (int e = 0; e < s.endpoints(); ++e)
       for (int c = 0; c < s.channels; ++c)
-        clock_[pair(e, c)].assign(static_cast<std::size_t>(edges.per_channel[static_cast<std::size_t>(c)]), -1);
+        for (int l = 0; l < s.lanes; ++l)
+          clock_[pair(e, c, l)].assign(static_cast<std::size_t>(edges.per_channel[static_cast<std::size_t>(c)]), -1);
   }
 
   /// Step i of compact round r writes `slot` (a cell's raw or compressed form) at its
@@ -365,7 +373,7 @@ class RaceTracker {
   /// rule (reads see the state before the round).
   std::optional<Access> unordered_before(std::size_t r, std::size_t i, std::int64_t slot) const {
     const Step& st = s_.rounds[r].steps[i];
-    const std::vector<int>& known = clock_[pair(st.src, st.channel)];
+    const std::vector<int>& known = clock_[pair(st.src, st.channel, st.src_lane)];
     const auto kept = accesses_.find(key(st.dst, slot));
     if (kept == accesses_.end()) return std::nullopt;
     for (const Access& a : kept->second) {
@@ -374,6 +382,21 @@ class RaceTracker {
       if (a.kind == Kind::reduce && st.combine == Combine::reduce) continue;
       if (known[static_cast<std::size_t>(a.edge)] < a.round) return a;
     }
+    return std::nullopt;
+  }
+
+  /// Step i of compact round r reads `slot` at its source. With one lane the read waits for
+  /// every earlier step of its endpoint and channel; with lanes, only for its own lane's, so
+  /// it must be ordered after the earlier writes of that slot at its source like a write is.
+  /// Returns the earlier write it is not ordered after, if any.
+  std::optional<Access> unordered_read(std::size_t r, std::size_t i, std::int64_t slot) const {
+    if (s_.lanes == 1) return std::nullopt;
+    const Step& st = s_.rounds[r].steps[i];
+    const std::vector<int>& known = clock_[pair(st.src, st.channel, st.src_lane)];
+    const auto kept = accesses_.find(key(st.src, slot));
+    if (kept == accesses_.end()) return std::nullopt;
+    for (const Access& a : kept->second)
+      if (a.kind != Kind::read && known[static_cast<std::size_t>(a.edge)] < a.round) return a;
     return std::nullopt;
   }
 
@@ -392,28 +415,30 @@ class RaceTracker {
     const std::vector<Step>& steps = s_.rounds[r].steps;
     std::vector<std::pair<std::size_t, std::vector<int>>> learnt;   // destination pair, merged clock
     for (const Step& st : steps) {
-      const std::size_t dst = pair(st.dst, st.channel);
+      const std::size_t dst = pair(st.dst, st.channel, st.dst_lane);
       auto at = std::find_if(learnt.begin(), learnt.end(), [&](const auto& l) { return l.first == dst; });
       if (at == learnt.end()) at = learnt.insert(learnt.end(), {dst, clock_[dst]});
-      const std::vector<int>& sender = clock_[pair(st.src, st.channel)];
+      const std::vector<int>& sender = clock_[pair(st.src, st.channel, st.src_lane)];
       for (std::size_t e = 0; e < sender.size(); ++e) at->second[e] = std::max(at->second[e], sender[e]);
     }
     for (auto& [dst, merged] : learnt) clock_[dst] = std::move(merged);
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const auto edge = static_cast<std::size_t>(edge_of_[r][i]);
-      clock_[pair(steps[i].src, steps[i].channel)][edge] = static_cast<int>(k);
-      clock_[pair(steps[i].dst, steps[i].channel)][edge] = static_cast<int>(k);
+      clock_[pair(steps[i].src, steps[i].channel, steps[i].src_lane)][edge] = static_cast<int>(k);
+      clock_[pair(steps[i].dst, steps[i].channel, steps[i].dst_lane)][edge] = static_cast<int>(k);
     }
-    // A read or a replace of this round is ordered after every earlier access of its cell
-    // (the endpoint's send waits for all its earlier steps; a replace was checked to be), so
-    // it supersedes them. Reduces alone may be unordered with earlier reduces: keep those.
+    // A replace of this round is ordered after every earlier access of its cell (it was
+    // checked to be), and so is a read when the endpoint has one lane (its send waits for
+    // all its earlier steps), so they supersede them; with lanes, a send waits only for its
+    // own lane. Reduces alone may be unordered with earlier reduces: keep those.
     std::stable_sort(round_accesses_.begin(), round_accesses_.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (std::size_t i = 0; i < round_accesses_.size();) {
       std::size_t j = i;
       bool supersedes = false;
       for (; j < round_accesses_.size() && round_accesses_[j].first == round_accesses_[i].first; ++j)
-        supersedes = supersedes || round_accesses_[j].second.kind != Kind::reduce;
+        supersedes = supersedes || round_accesses_[j].second.kind == Kind::replace ||
+                     (round_accesses_[j].second.kind == Kind::read && s_.lanes == 1);
       std::vector<Access>& kept = accesses_[round_accesses_[i].first];
       if (supersedes) kept.clear();
       for (std::size_t a = i; a < j; ++a) kept.push_back(round_accesses_[a].second);
@@ -423,7 +448,9 @@ class RaceTracker {
   }
 
  private:
-  std::size_t pair(int endpoint, int channel) const { return static_cast<std::size_t>(endpoint * s_.channels + channel); }
+  std::size_t pair(int endpoint, int channel, int lane) const {
+    return static_cast<std::size_t>(s_.pair_of(endpoint, channel, lane));
+  }
   std::int64_t key(int endpoint, std::int64_t slot) const { return static_cast<std::int64_t>(endpoint) * slots_ + slot; }
 
   const Schedule& s_;
@@ -511,6 +538,11 @@ std::optional<std::string> check_schedule(const Schedule& s, const CheckOptions&
             // the destination still reads; the state keeps one compressed form per cell, which
             // reads in round order see as the message they consume (the dependency contract
             // orders a read after every earlier-round receive of its endpoint).
+            if (const auto unseen = races->unordered_read(r, i, read))
+              return name(i, block, st.piece) + ": read-after-write race: " + endpoint_name(s, st.src) +
+                     " sends it on lane " + std::to_string(st.src_lane) + " with nothing in the dependency contract " +
+                     "ordering the send after " + step_label(s, unseen->compact_round, unseen->rep, unseen->step) +
+                     ", which wrote it there";
             const auto earlier = st.compressed ? std::nullopt : races->unordered_before(r, i, write);
             if (earlier) {
               const bool read = earlier->kind == RaceTracker::Kind::read;

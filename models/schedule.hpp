@@ -14,9 +14,13 @@
 /// and combine data but only ever in transit.
 ///
 /// Dependency contract (both engines and the checker use exactly this): rounds are ordered;
-/// a step of round k issued by endpoint `src` on channel c starts when every step of rounds
-/// < k that `src` sent or received on channel c has finished (dataflow per endpoint and
-/// channel, no global barrier). A round with repeat = R stands for R consecutive rounds, the
+/// a step of round k issued by endpoint `src` on channel c and lane l starts when every step
+/// of rounds < k that `src` sent or received on channel c and lane l has finished (dataflow per
+/// endpoint, channel and lane, no global barrier). A lane is one of the independent thread
+/// groups a channel's kernel runs on a GPU (NCCL's tree allreduce reduces up and broadcasts
+/// down in two groups at once, runTreeSplit); a step names its lane at each end (src_lane,
+/// dst_lane), so data handed from one group to another (the tree root's reduced chunk, sent
+/// down) carries its ordering with it. One lane (the default) is one program per channel. A round with repeat = R stands for R consecutive rounds, the
 /// i-th (0-based) with every step's block replaced by (block + i * block_shift) mod num_blocks:
 /// the compact form that keeps a 16k-rank ring at one round of n steps.
 ///
@@ -93,6 +97,8 @@ struct Step {
   int piece = 0;
   Combine combine = Combine::replace;
   int channel = 0;
+  int src_lane = 0;          ///< thread group of `src` that issues it, in [0, Schedule::lanes)
+  int dst_lane = 0;          ///< thread group of `dst` that receives it (== src_lane for codec steps)
   Bytes wire_bytes = 0;      ///< bytes on the wire (= cells' size unless compressed; 0 for codec steps)
   StepKind kind = StepKind::transfer;
   bool compressed = false;   ///< transfer of the cells' compressed form
@@ -131,6 +137,7 @@ struct Schedule {
   int pieces = 1;
   Bytes block_bytes = 0;
   int channels = 1;
+  int lanes = 1;                      ///< thread groups per channel and endpoint (dependency contract)
   std::vector<int> switch_vertices;   ///< global platform vertex of endpoint ranks + i
   /// Allgather / reduce-scatter only (the checker rejects it elsewhere): empty, or
   /// block_owner[piece][block] = the rank owning that cell (allgather origin, reduce-scatter
@@ -160,6 +167,11 @@ struct Schedule {
                                : block_owner[static_cast<std::size_t>(piece)][static_cast<std::size_t>(block)];
   }
   int endpoints() const { return spec.ranks + static_cast<int>(switch_vertices.size()); }
+  /// @brief What the dependency contract orders by: (endpoint, channel, lane), numbered densely.
+  int pairs() const { return endpoints() * channels * lanes; }
+  int pair_of(int endpoint, int channel, int lane) const { return (endpoint * channels + channel) * lanes + lane; }
+  /// @brief The endpoint a pair belongs to.
+  int endpoint_of_pair(int pair) const { return pair / (channels * lanes); }
   /// @brief Steps counted with repeats (what an explicit form would hold).
   std::int64_t expanded_step_count() const;
   /// @brief Calls f(round_index, step) for every expanded step in order, blocks rotated.

@@ -99,8 +99,10 @@ CollectiveResult price(const PreparedSchedule& prepared, std::vector<std::vector
   CollectiveResult result;
   result.time = *std::max_element(ready.begin(), ready.end());
   result.rank_finish.assign(prepared.ranks(), prepared.launch_latency());
-  for (int pair = 0; pair < prepared.ranks() * prepared.channels(); ++pair) {
-    Seconds& finish = result.rank_finish[pair / prepared.channels()];
+  for (int pair = 0; pair < prepared.pairs(); ++pair) {
+    const int endpoint = prepared.schedule().endpoint_of_pair(pair);
+    if (endpoint >= prepared.ranks()) break;   // switches come after the ranks
+    Seconds& finish = result.rank_finish[endpoint];
     finish = std::max(finish, ready[pair]);
   }
   result.link_usage = prepared.link_usage();

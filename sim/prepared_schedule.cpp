@@ -35,6 +35,8 @@ PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Place
                       "lower the collective for the same allocation it runs on");
   if (schedule.channels < 1)
     throw ConfigError(here, fmt::format("has {} channels", schedule.channels), "use channels >= 1");
+  if (schedule.lanes < 1)
+    throw ConfigError(here, fmt::format("has {} lanes", schedule.lanes), "use lanes >= 1");
   const models::Protocol& proto = schedule.protocol;
   if (!(proto.efficiency > 0) || !std::isfinite(proto.efficiency))
     throw ConfigError(here, fmt::format("protocol '{}' has efficiency {}", proto.name, proto.efficiency),
@@ -78,11 +80,16 @@ PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Place
                                                    step.dst, endpoints()), kFix);
       if (step.channel < 0 || step.channel >= channels)
         throw ConfigError(where(r, s), fmt::format("uses channel {} of {}", step.channel, channels), kFix);
+      for (int lane : {step.src_lane, step.dst_lane})
+        if (lane < 0 || lane >= schedule.lanes)
+          throw ConfigError(where(r, s), fmt::format("uses lane {} of {}", lane, schedule.lanes), kFix);
+      if (step.is_codec() && step.src_lane != step.dst_lane)
+        throw ConfigError(where(r, s), "is a codec step on two lanes", kFix);
       PreparedStep p;
       p.src = step.src;
       p.dst = step.dst;
-      p.src_pair = step.src * channels + step.channel;
-      p.dst_pair = step.dst * channels + step.channel;
+      p.src_pair = schedule.pair_of(step.src, step.channel, step.src_lane);
+      p.dst_pair = schedule.pair_of(step.dst, step.channel, step.dst_lane);
       if (step.is_codec()) {
         if (step.src != step.dst || step.src >= ranks())
           throw ConfigError(where(r, s), fmt::format("{} step on endpoints {} -> {}: a codec runs on one rank's GPU",

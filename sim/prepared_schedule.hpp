@@ -23,7 +23,7 @@ namespace stepsim::sim {
 struct PreparedStep {
   int src = 0;                ///< endpoint
   int dst = 0;                ///< endpoint
-  int src_pair = 0;           ///< (endpoint, channel) index: endpoint * channels + channel
+  int src_pair = 0;           ///< (endpoint, channel, lane) index: Schedule::pair_of
   int dst_pair = 0;
   Bytes wire_bytes = 0;
   const platforms::Route* route = nullptr;   ///< platform's route cache or relayed_; null for codec steps
@@ -60,7 +60,7 @@ class PreparedSchedule {
   int ranks() const { return schedule_.spec.ranks; }
   int endpoints() const { return static_cast<int>(endpoint_vertex_.size()); }
   int channels() const { return schedule_.channels; }
-  int pairs() const { return endpoints() * channels(); }
+  int pairs() const { return schedule_.pairs(); }
   int endpoint_vertex(int endpoint) const { return endpoint_vertex_[endpoint]; }
   const std::vector<PreparedRound>& rounds() const { return rounds_; }
   const models::Protocol& protocol() const { return schedule_.protocol; }

@@ -25,6 +25,7 @@
 /// torch.distributed call's host time (see caller_overhead).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
@@ -152,12 +153,13 @@ int endpoint_vertex(const Schedule& s, const CollectiveContext& ctx, int endpoin
 /// transfer moves no bytes (models/schedule_clock.hpp), so a pipeline pays each hop's latency
 /// once, as NCCL's per-hop latency terms do.
 Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx) {
-  ScheduleClock clock(s.endpoints() * s.channels, 0, 0);
+  ScheduleClock clock(s.pairs(), 0, 0);
   for (const Round& round : s.rounds) {
     std::vector<TimedStep> steps;
     steps.reserve(round.steps.size());
     for (const Step& step : round.steps) {
-      const int src = step.src * s.channels + step.channel, dst = step.dst * s.channels + step.channel;
+      const int src = s.pair_of(step.src, step.channel, step.src_lane);
+      const int dst = s.pair_of(step.dst, step.channel, step.dst_lane);
       const Seconds latency =
           step.is_codec() ? 0
                           : ctx.platform.route(endpoint_vertex(s, ctx, step.src), endpoint_vertex(s, ctx, step.dst)).latency;
@@ -168,15 +170,18 @@ Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx) {
   return clock.makespan();
 }
 
-/// A typical per-round route latency: one intra-node hop, or one network hop off-node.
-Seconds round_latency(const CollectiveContext& ctx) {
-  Seconds l = 0;
-  const int n = ctx.ranks();
-  for (int r = 1; r < n; ++r) {
-    l = std::max(l, ctx.route(0, r).latency);
-    if (ctx.node_of(r) != ctx.node_of(0)) break;
-  }
-  return l > 0 ? l : 1e-7;
+/// NCCL_STEPS (device.h): buffer slots per connection, each one FIFO step.
+constexpr int kNcclSteps = 8;
+
+/// Transfers in flight per connection for the lowered schedule: NCCL keeps NCCL_STEPS FIFO
+/// slots per connection, one loop's chunk each in its pipelined layouts (non-ring chunks are
+/// one FIFO step: enqueue.cc chunkSteps = 1), so `loops` NCCL chunks lowered as `chunks`
+/// transfers allow NCCL_STEPS x chunks / loops of them in flight, at least one (a lowered
+/// chunk wider than the window waits for the previous one's credit). Rings lower whole ring
+/// steps whose every transfer already waits for the previous step's data: no bound (0).
+int slots_in_flight(Algo algo, bool chain, bool p2p, int loops, int chunks) {
+  if ((algo == Algo::ring && !chain) || p2p) return 0;
+  return std::max(1, static_cast<int>(static_cast<std::int64_t>(kNcclSteps) * chunks / std::max(1, loops)));
 }
 
 class Nccl : public Algorithm {
@@ -211,20 +216,22 @@ class Nccl : public Algorithm {
                          : p2p || ctx.options.channels > 0 ? graph_channels
                              : nccl::launch_channels(e.algo, e.proto, spec.bytes, sys.ranks, graph_channels);
 
-    // Pipeline chunks per channel = NCCL's loop count, so the engines charge the fill of a
-    // message that is only a few loops long; bounded by lowering's cap. Ring chains
-    // (broadcast, reduce) are the exception: NCCL's tuning charges them one hop
-    // (sameChannels) and the DGX-2 data (12-deep chains, 2-64 MiB) run 2-4x faster than
-    // 512 KiB loops through a 12-deep chain would allow, so chains keep the latency-optimal
-    // count sqrt(depth x bandwidth time / round latency), bounded by a 4 KiB minimum piece.
+    // Pipeline chunks per channel. LL and LL128 forward every line as soon as its flag
+    // arrives (prims_ll.h / prims_ll128.h: each thread polls its own lines and passes them on),
+    // so their pipelines are fluid: as many chunks as the lowering allows, down to one line
+    // of data, and a hop adds its latency, not a chunk's transmission. Simple hands over whole
+    // slices, one per NCCL loop (calcCollChunking; non-ring slices are one FIFO step), so its
+    // pipelined layouts get one chunk per loop and a message of a few loops pays the fill.
+    // Ring chains (broadcast, reduce) under Simple are the exception: NCCL's tuning charges
+    // them one hop (sameChannels) and the DGX-2 data (12-deep chains, 2-64 MiB) run 2-4x
+    // faster than 512 KiB slices through a 12-deep chain would allow, so their chunks are as
+    // fine as 4 KiB pieces allow.
     const int loops = nccl::loop_count(spec.op, e.algo, e.proto, spec.bytes, sys, channels);
-    const double bw_time = spec.bytes / (e.alg_bw * kGB);
-    const Seconds l = round_latency(ctx);
-    const nccl::ChunkPolicy chunks = [&](int depth) {
-      if (!chain) return std::clamp(loops, 1, lowering::kMaxChunks);
-      const double best = std::sqrt(std::max(0, depth - 1) * bw_time / l);
-      const double most = std::min<double>(lowering::kMaxChunks, std::floor(spec.bytes / (channels * 4096.0)));
-      return static_cast<int>(std::clamp(std::round(best), 1.0, std::max(1.0, most)));
+    const double line_data = e.proto == Proto::ll ? 8.0 : 120.0;   // data bytes per LL / LL128 line
+    const nccl::ChunkPolicy chunks = [&](int) {
+      const double piece = e.proto == Proto::simple ? (chain ? 4096.0 : spec.bytes / loops / channels) : line_data;
+      const double most = std::min<double>(lowering::kMaxChunks, std::floor(spec.bytes / (channels * piece)));
+      return static_cast<int>(std::max(1.0, most));
     };
 
     Schedule s;
@@ -277,6 +284,7 @@ class Nccl : public Algorithm {
     s.protocol.step_latency = nccl::handovers_per_step(spec.op, e.algo, e.proto, spec.bytes, sys, channels) *
                               nccl::handover_us(e.algo, e.proto, sys.sm) * 1e-6;
     s.protocol.per_step_bandwidth_cap = per_channel * kGB * achieved;
+    s.protocol.slots_in_flight = slots_in_flight(e.algo, chain, p2p, loops, s.num_blocks);
     s.launch_latency = std::max(0.0, e.latency_us * fitted.latency_scale * 1e-6 - inherent_latency(s, ctx)) +
                        caller_overhead(ctx.options);
     apply_launch_serialisation(ctx.options, spec.ranks, s);

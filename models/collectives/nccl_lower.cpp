@@ -16,6 +16,10 @@
 namespace stepsim::models::nccl {
 namespace {
 
+/// Thread groups of a split pipeline (all_reduce.h runTreeSplit): reduce up, broadcast down.
+constexpr int kUpLane = 0;
+constexpr int kDownLane = 1;
+
 std::vector<int> concat(const std::vector<std::vector<int>>& parts) {
   std::vector<int> out;
   for (const auto& part : parts) out.insert(out.end(), part.begin(), part.end());
@@ -88,7 +92,10 @@ void append_staged(Schedule& s, const std::vector<std::vector<StagedEdge>>& per_
         const int chunk = t - e.stage;
         if (chunk < 0 || chunk >= chunks) continue;
         const int ch = static_cast<int>(c);
-        round.steps.push_back(lowering::step(s, e.src, e.dst, chunk, 1, ch, e.combine, ch));
+        Step step = lowering::step(s, e.src, e.dst, chunk, 1, ch, e.combine, ch);
+        step.src_lane = e.src_lane;
+        step.dst_lane = e.dst_lane;
+        round.steps.push_back(step);
       }
     if (t == steady_first && steady_last > steady_first) {
       round.repeat = steady_last - steady_first + 1;
@@ -190,13 +197,15 @@ Schedule lower_tree(const CollectiveSpec& spec, const CollectiveContext& ctx, in
     std::vector<StagedEdge> e;
     for (const auto& [r, p] : parent) {
       if (p < 0) continue;
-      e.push_back({r, p, Combine::reduce, dm - depth[r]});
-      e.push_back({p, r, Combine::replace, dm + depth[r] - 1});
+      const int down_lane = parent[p] < 0 ? kUpLane : kDownLane;   // the root has one group
+      e.push_back({r, p, Combine::reduce, dm - depth[r], kUpLane, kUpLane});
+      e.push_back({p, r, Combine::replace, dm + depth[r] - 1, down_lane, kDownLane});
     }
     edges.push_back(std::move(e));
   }
   const int k = spec.ranks < 2 ? 1 : chunks(staged_depth(edges));
   Schedule s = lowering::start(spec, "nccl:tree", k, channels, channels);
+  s.lanes = 2;
   append_staged(s, edges, k);
   return s;
 }

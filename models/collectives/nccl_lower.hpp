@@ -19,6 +19,8 @@ struct StagedEdge {
   int dst = 0;
   Combine combine = Combine::replace;
   int stage = 0;
+  int src_lane = 0;   ///< thread group at each end (Schedule::lanes)
+  int dst_lane = 0;
 };
 
 /// @brief How many pipeline chunks for a pipeline `depth` stages deep.
@@ -36,7 +38,9 @@ Schedule lower_ring(const CollectiveSpec& spec, const CollectiveContext& ctx, in
 /// @brief Broadcast / reduce as NCCL's pipelined ring chain from / to the root.
 Schedule lower_chain(const CollectiveSpec& spec, const CollectiveContext& ctx, int channels, const ChunkPolicy& chunks);
 /// @brief Allreduce on NCCL's trees: a chain inside each node, a double binary tree over
-/// the nodes (channel c uses tree c % 2), reduce up then broadcast down, pipelined.
+/// the nodes (channel c uses tree c % 2), reduce up then broadcast down, pipelined. Every
+/// rank but the root reduces up on lane 0 and broadcasts down on lane 1 at the same time
+/// (NCCL's runTreeSplit: two thread groups); the root reduces and sends down on lane 0.
 Schedule lower_tree(const CollectiveSpec& spec, const CollectiveContext& ctx, int channels, const ChunkPolicy& chunks);
 /// @brief Allreduce through each node's NVSwitch (NVLS): ranks reduce into the switch, the
 /// switch multicasts the sum; across nodes (NVLSTree) each channel's head GPU carries its

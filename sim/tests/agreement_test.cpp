@@ -2,6 +2,8 @@
 // engines must agree (design.md: "agree exactly where no contention exists"; we ask 0.1 %).
 #include <gtest/gtest.h>
 
+#include "models/algorithm.hpp"
+#include "platforms/loader.hpp"
 #include "sim/tests/fixtures.hpp"
 
 namespace stepsim::sim::testing {
@@ -107,6 +109,45 @@ TEST(Agreement, HalfDuplexLinkSharesOneCapacityBetweenDirections) { expect_stagi
 // Carrying 10 GB/s one way but 6 GB/s in total both ways: the exchange gets 3 GB/s each way,
 // the one-way transfer still 10 GB/s.
 TEST(Agreement, TwoWayTotalAppliesOnlyToSchedulesCrossingBothWays) { expect_staging_times(6e9, 6e9); }
+
+// Credits: k transfers on one connection with one slot wait for each other's arrival and
+// credit, tx + 2 latency apart; with 3 slots over a 2-latency round trip longer than 3 tx,
+// in threes. Both engines follow the clock's rule (models/schedule_clock.hpp) exactly.
+TEST(Agreement, SlotsInFlightBoundAConnectionOnBothEngines) {
+  const double bytes = 5e4, bandwidth = 25e9, latency = 4e-6;
+  const double tx = bytes / bandwidth;
+  const int k = 20;
+  models::Schedule schedule = single_transfer(bytes);
+  schedule.rounds[0].repeat = k;
+  schedule.protocol.slots_in_flight = 1;
+  const auto platform = two_gpus(bandwidth, latency);
+  const double one_slot = (k - 1) * (tx + 2 * latency) + tx + latency;
+  for (const char* engine : {"analytical", "event"})
+    EXPECT_NEAR(run_engine(engine, schedule, platform, first_gpus(2)).time, one_slot, 1e-9 * one_slot) << engine;
+  schedule.protocol.slots_in_flight = 3;
+  ASSERT_GT(2 * latency, 2 * tx);
+  const double three_slots = (k - 1) / 3 * (tx + 2 * latency) + (k - 1) % 3 * tx + tx + latency;
+  for (const char* engine : {"analytical", "event"})
+    EXPECT_NEAR(run_engine(engine, schedule, platform, first_gpus(2)).time, three_slots, 1e-9 * three_slots) << engine;
+  expect_agreement(schedule, platform);
+}
+
+// NCCL's tree on two DGX H100 at 256 KiB (tree/LL128: two lanes, reduce up and broadcast down at
+// once, fluid chunks, credits per connection), one channel so that no link is shared unevenly.
+TEST(Agreement, NcclTreeWithLanesOnBothEngines) {
+  platforms::PlatformOptions options;
+  options.nodes = 2;
+  const platforms::Platform platform = platforms::load_platform("dgx-h100", options);
+  const platforms::Allocation allocation = first_gpus(16);
+  models::CollectiveContext ctx{platform, allocation, {}};
+  ctx.options.channels = 1;
+  ctx.options.extra["algo"] = "tree";
+  const models::Schedule schedule = models::AlgorithmRegistry::instance().get("nccl").make()->lower(
+      {models::CollectiveOp::allreduce, 16, 256.0 * 1024, 0}, ctx);
+  ASSERT_EQ(schedule.lanes, 2);
+  ASSERT_GT(schedule.protocol.slots_in_flight, 0);
+  expect_agreement(schedule, platform);
+}
 
 }  // namespace
 }  // namespace stepsim::sim::testing
