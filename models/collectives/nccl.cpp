@@ -149,10 +149,17 @@ int endpoint_vertex(const Schedule& s, const CollectiveContext& ctx, int endpoin
                                  : s.switch_vertices.at(static_cast<std::size_t>(endpoint - s.spec.ranks));
 }
 
-/// Route latency the engines charge on the critical path: the schedule's makespan when every
-/// transfer moves no bytes (models/schedule_clock.hpp), so a pipeline pays each hop's latency
-/// once, as NCCL's per-hop latency terms do.
-Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx) {
+/// Latency the engines charge on the critical path beyond NCCL's bandwidth term: the
+/// schedule's makespan when every transfer moves no bytes (models/schedule_clock.hpp), so a
+/// pipeline pays each hop's latency once, as NCCL's per-hop latency terms do. For a fluid
+/// pipeline (`fluid`: LL / LL128, whose lines are forwarded as they land) it is the uncontended
+/// makespan at the per-step cap less one chunk stream's transmission: the chunked schedule's
+/// fill stands for the per-hop forwarding NCCL's hop latencies already charge.
+Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx, bool fluid) {
+  const double cap = s.protocol.per_step_bandwidth_cap;
+  const auto busy = [&](const Step& step) {
+    return fluid ? s.protocol.step_latency + step.wire_bytes / cap : 0.0;
+  };
   ScheduleClock clock(s.pairs(), 0, 0);
   for (const Round& round : s.rounds) {
     std::vector<TimedStep> steps;
@@ -163,12 +170,19 @@ Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx) {
       const Seconds latency =
           step.is_codec() ? 0
                           : ctx.platform.route(endpoint_vertex(s, ctx, step.src), endpoint_vertex(s, ctx, step.dst)).latency;
-      steps.push_back({src, dst, 0, latency});
+      steps.push_back({src, dst, busy(step), latency});
     }
     clock.run_round(steps, round.repeat);
   }
-  return clock.makespan();
+  const Seconds stream = fluid ? s.num_blocks * (s.protocol.step_latency + s.piece_bytes() / cap) : 0.0;
+  return std::max(0.0, clock.makespan() - stream);
 }
+
+/// Expanded transfers a fluid pipeline's chunks may add up to (about two per rank, channel
+/// and chunk): beyond it chunks get coarser, which the fill accounting in inherent_latency
+/// absorbs, so only contention detail is lost. Why a budget: the event engine issues every
+/// expanded transfer as a flow (a 512-rank tree at 256 chunks: 2 M flows, 211 s).
+constexpr double kFluidTransferBudget = 131072;
 
 /// NCCL_STEPS (device.h): buffer slots per connection, each one FIFO step.
 constexpr int kNcclSteps = 8;
@@ -228,9 +242,18 @@ class Nccl : public Algorithm {
     // fine as 4 KiB pieces allow.
     const int loops = nccl::loop_count(spec.op, e.algo, e.proto, spec.bytes, sys, channels);
     const double line_data = e.proto == Proto::ll ? 8.0 : 120.0;   // data bytes per LL / LL128 line
-    const nccl::ChunkPolicy chunks = [&](int) {
+    const bool fluid = e.proto != Proto::simple && !p2p && (e.algo != Algo::ring || chain);
+    // A fluid pipeline's chunks stay within the transfer budget unless its fill, (depth - 1)
+    // chunks' transmission, would then exceed half of NCCL's latency estimate, which absorbs it.
+    const double stream_time = spec.bytes / (e.alg_bw * kGB);
+    const nccl::ChunkPolicy chunks = [&](int depth) {
       const double piece = e.proto == Proto::simple ? (chain ? 4096.0 : spec.bytes / loops / channels) : line_data;
-      const double most = std::min<double>(lowering::kMaxChunks, std::floor(spec.bytes / (channels * piece)));
+      double most = std::min<double>(lowering::kMaxChunks, std::floor(spec.bytes / (channels * piece)));
+      if (fluid) {
+        const double budget = std::floor(kFluidTransferBudget / (2.0 * spec.ranks * channels));
+        const double fill_bound = std::ceil((depth - 1) * stream_time / (0.5 * e.latency_us * 1e-6));
+        most = std::min(most, std::max({static_cast<double>(loops), budget, fill_bound}));
+      }
       return static_cast<int>(std::max(1.0, most));
     };
 
@@ -285,7 +308,7 @@ class Nccl : public Algorithm {
                               nccl::handover_us(e.algo, e.proto, sys.sm) * 1e-6;
     s.protocol.per_step_bandwidth_cap = per_channel * kGB * achieved;
     s.protocol.slots_in_flight = slots_in_flight(e.algo, chain, p2p, loops, s.num_blocks);
-    s.launch_latency = std::max(0.0, e.latency_us * fitted.latency_scale * 1e-6 - inherent_latency(s, ctx)) +
+    s.launch_latency = std::max(0.0, e.latency_us * fitted.latency_scale * 1e-6 - inherent_latency(s, ctx, fluid)) +
                        caller_overhead(ctx.options);
     apply_launch_serialisation(ctx.options, spec.ranks, s);
 
