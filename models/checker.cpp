@@ -373,16 +373,11 @@ class RaceTracker {
   /// rule (reads see the state before the round).
   std::optional<Access> unordered_before(std::size_t r, std::size_t i, std::int64_t slot) const {
     const Step& st = s_.rounds[r].steps[i];
-    const std::vector<int>& known = clock_[pair(st.src, st.channel, st.src_lane)];
-    const auto kept = accesses_.find(key(st.dst, slot));
-    if (kept == accesses_.end()) return std::nullopt;
-    for (const Access& a : kept->second) {
-      // Reductions commute: two unordered reduces of disjoint contributions (the double-count
-      // check guards disjointness) sum to the same cell in either order.
-      if (a.kind == Kind::reduce && st.combine == Combine::reduce) continue;
-      if (known[static_cast<std::size_t>(a.edge)] < a.round) return a;
-    }
-    return std::nullopt;
+    // Reductions commute: two unordered reduces of disjoint contributions (the double-count
+    // check guards disjointness) sum to the same cell in either order.
+    return first_unordered(st, key(st.dst, slot), [&](const Access& a) {
+      return a.kind == Kind::reduce && st.combine == Combine::reduce;
+    });
   }
 
   /// Step i of compact round r reads `slot` at its source. With one lane the read waits for
@@ -392,12 +387,7 @@ class RaceTracker {
   std::optional<Access> unordered_read(std::size_t r, std::size_t i, std::int64_t slot) const {
     if (s_.lanes == 1) return std::nullopt;
     const Step& st = s_.rounds[r].steps[i];
-    const std::vector<int>& known = clock_[pair(st.src, st.channel, st.src_lane)];
-    const auto kept = accesses_.find(key(st.src, slot));
-    if (kept == accesses_.end()) return std::nullopt;
-    for (const Access& a : kept->second)
-      if (a.kind != Kind::read && known[static_cast<std::size_t>(a.edge)] < a.round) return a;
-    return std::nullopt;
+    return first_unordered(st, key(st.src, slot), [](const Access& a) { return a.kind == Kind::read; });
   }
 
   /// Notes step i of compact round r (repetition rep, expanded round k) reading slot `read` at
@@ -448,6 +438,18 @@ class RaceTracker {
   }
 
  private:
+  /// @brief The first kept access of `access_key` that step `st` is not ordered after (by its
+  /// source pair's clock), skipping those `exempt` says need no order.
+  template <class Exempt>
+  std::optional<Access> first_unordered(const Step& st, std::int64_t access_key, Exempt exempt) const {
+    const std::vector<int>& known = clock_[pair(st.src, st.channel, st.src_lane)];
+    const auto kept = accesses_.find(access_key);
+    if (kept == accesses_.end()) return std::nullopt;
+    for (const Access& a : kept->second)
+      if (!exempt(a) && known[static_cast<std::size_t>(a.edge)] < a.round) return a;
+    return std::nullopt;
+  }
+
   std::size_t pair(int endpoint, int channel, int lane) const {
     return static_cast<std::size_t>(s_.pair_of(endpoint, channel, lane));
   }

@@ -43,9 +43,8 @@ std::vector<int> ScheduleClock::connections_of(const std::vector<TimedStep>& ste
       out.push_back(-1);
       continue;
     }
-    const std::int64_t key = static_cast<std::int64_t>(step.src_pair) * static_cast<std::int64_t>(ready_.size()) +
-                             step.dst_pair;
-    const auto [it, added] = connection_index_.try_emplace(key, static_cast<int>(connections_.size()));
+    const auto [it, added] = connection_index_.try_emplace(
+        connection_key(step.src_pair, step.dst_pair, static_cast<int>(ready_.size())), static_cast<int>(connections_.size()));
     if (added) connections_.emplace_back();
     out.push_back(it->second);
   }

@@ -37,6 +37,12 @@ struct TimedStep {
   Seconds latency = 0;     ///< sender free -> data arrived
 };
 
+/// @brief A connection (source pair -> destination pair) as one number, `pairs` the pair count:
+/// what both engines key credits by.
+inline std::int64_t connection_key(int src_pair, int dst_pair, int pairs) {
+  return static_cast<std::int64_t>(src_pair) * pairs + dst_pair;
+}
+
 class ScheduleClock {
  public:
   /// @param slots  transfers in flight per connection, 0 = unbounded.
@@ -55,11 +61,10 @@ class ScheduleClock {
   Seconds makespan() const;
 
  private:
-  /// A connection's credits: per transfer so far, when its slot is free again (arrival +
-  /// latency), the last `slots_` kept.
+  /// A connection's credits: when the slots of its last `slots_` transfers are free again
+  /// (arrival + latency), oldest first.
   struct Connection {
-    std::vector<Seconds> credit;   ///< ring buffer of slots_ entries
-    std::int64_t sent = 0;
+    std::vector<Seconds> credit;
   };
 
   std::vector<int> involved_pairs(const std::vector<TimedStep>& steps);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "models/schedule_clock.hpp"
+
 namespace stepsim::sim {
 
 ScheduleFlows::ScheduleFlows(const PreparedSchedule& prepared, std::vector<std::vector<HostPair>> step_hosts)
@@ -77,8 +79,9 @@ void ScheduleFlows::index_connections() {
     for (std::size_t s = 0; s < n; ++s) {
       const PreparedStep& step = round.steps[s];
       if (step.codec) continue;
-      const std::int64_t key = static_cast<std::int64_t>(step.src_pair) * prepared_.pairs() + step.dst_pair;
-      const auto [it, added] = ids.try_emplace(key, static_cast<int>(transfers.size()));
+      const auto [it, added] =
+          ids.try_emplace(models::connection_key(step.src_pair, step.dst_pair, prepared_.pairs()),
+                          static_cast<int>(transfers.size()));
       if (added) transfers.push_back(0);
       index.connection[s] = it->second;
       index.transfer_first[s] = transfers[static_cast<std::size_t>(it->second)] + per_rep[it->second]++;
@@ -153,11 +156,15 @@ void ScheduleFlows::Instance::start_transfer(int round, int step, std::uint64_t 
                       flow_bytes(prepared, prepared.rounds()[round].steps[step]), tag_base_ + tag);
 }
 
+std::int64_t ScheduleFlows::transfer_number(int round, int step, int rep) const {
+  const RoundIndex& index = rounds_[round];
+  return index.transfer_first[step] + static_cast<std::int64_t>(rep) * index.transfer_per_rep[step];
+}
+
 void ScheduleFlows::Instance::gate_transfer(int round, int step, int rep, std::uint64_t tag, Seconds now) {
   const int slots = flows_.prepared_.protocol().slots_in_flight;
   const RoundIndex& index = flows_.rounds_[round];
-  const std::int64_t needed =
-      slots <= 0 ? -1 : index.transfer_first[step] + static_cast<std::int64_t>(rep) * index.transfer_per_rep[step] - slots;
+  const std::int64_t needed = slots <= 0 ? -1 : flows_.transfer_number(round, step, rep) - slots;
   if (needed < 0) {
     start_transfer(round, step, tag, now);
     return;
@@ -173,9 +180,8 @@ void ScheduleFlows::Instance::gate_transfer(int round, int step, int rep, std::u
 }
 
 void ScheduleFlows::Instance::credit_arrival(int round, int step, int rep, Seconds credit_time) {
-  const RoundIndex& index = flows_.rounds_[round];
-  ConnectionState& connection = connections_[static_cast<std::size_t>(index.connection[step])];
-  const std::int64_t transfer = index.transfer_first[step] + static_cast<std::int64_t>(rep) * index.transfer_per_rep[step];
+  ConnectionState& connection = connections_[static_cast<std::size_t>(flows_.rounds_[round].connection[step])];
+  const std::int64_t transfer = flows_.transfer_number(round, step, rep);
   for (auto it = connection.waiting.begin(); it != connection.waiting.end(); ++it) {
     if (it->needed != transfer) continue;
     const Waiting waiting = *it;

@@ -144,6 +144,9 @@ class ScheduleFlows {
 
   /// @brief Numbers every transfer on its connection (slots_in_flight > 0 only).
   void index_connections();
+  /// @brief Step `step` of compact round `round` in repetition `rep`: its transfer number on
+  /// its connection.
+  std::int64_t transfer_number(int round, int step, int rep) const;
 
   const PreparedSchedule& prepared_;
   std::vector<std::vector<HostPair>> step_hosts_;
