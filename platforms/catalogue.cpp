@@ -94,13 +94,30 @@ NicModel catalogue_nic(const std::string& key, const YamlReader& reader, const Y
   YAML::Node entry = nics[key];
   if (!entry) reader.fail(path, at, "unknown NIC '" + key + "'", "use one of: " + join(known));
   const std::string p = "nics." + key;
-  catalogue.check_keys(entry, p, {"name", "bandwidth", "latency", "switch_latency"});
+  catalogue.check_keys(entry, p, {"name", "bandwidth", "latency", "switch_latency", "nccl_protocols"});
   NicModel nic;
   nic.name = catalogue.get_string(catalogue.require(entry, p, "name"), p + ".name");
   nic.bandwidth = catalogue.get_bandwidth(catalogue.require(entry, p, "bandwidth"), p + ".bandwidth");
   nic.latency = catalogue.get_duration(catalogue.require(entry, p, "latency"), p + ".latency");
   nic.switch_latency = catalogue.get_duration(catalogue.require(entry, p, "switch_latency"), p + ".switch_latency");
+  if (YAML::Node protocols = entry["nccl_protocols"])
+    nic.nccl_protocols = read_nccl_protocols(catalogue, protocols, p + ".nccl_protocols");
   return nic;
+}
+
+std::vector<std::string> read_nccl_protocols(const YamlReader& reader, const YAML::Node& node,
+                                             const std::string& path) {
+  if (!node.IsSequence() || node.size() == 0)
+    reader.fail(path, node, "expected a non-empty list of NCCL protocols", "write e.g. [Simple] or [LL, LL128, Simple]");
+  std::vector<std::string> protocols;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    const std::string proto = reader.get_choice(node[i], at, {"LL", "LL128", "Simple"});
+    if (std::find(protocols.begin(), protocols.end(), proto) != protocols.end())
+      reader.fail(at, node[i], "protocol '" + proto + "' listed twice", "list each protocol once");
+    protocols.push_back(proto);
+  }
+  return protocols;
 }
 
 std::string default_nic(GpuArch arch) {

@@ -34,9 +34,15 @@ struct NicModel {
   BytesPerSecond bandwidth = 0;
   Seconds latency = 0;
   Seconds switch_latency = 0;
+  /// NCCL protocols the NIC's net plugin leaves enabled (it sets NCCL_PROTO when the user has
+  /// not); empty: all of NCCL's.
+  std::vector<std::string> nccl_protocols;
 };
 NicModel catalogue_nic(const std::string& key, const YamlReader& reader, const YAML::Node& at,
                        const std::string& path);
+/// @brief A list of NCCL protocol names (LL, LL128, Simple), each once, at least one.
+std::vector<std::string> read_nccl_protocols(const YamlReader& reader, const YAML::Node& node,
+                                             const std::string& path);
 /// @brief Catalogue key of the NIC a multi-node platform of this GPU generation gets by default.
 std::string default_nic(GpuArch arch);
 

@@ -51,7 +51,8 @@ Fabric read_fabric(const YamlReader& reader, const YAML::Node& section, int node
   Fabric fabric;
   if (!section && nodes == 1) return fabric;
   const std::string path = "fabric";
-  if (section) reader.check_keys(section, path, {"kind", "nic", "nic_bandwidth", "nic_latency", "switch_latency", "sharp"});
+  if (section) reader.check_keys(section, path, {"kind", "nic", "nic_bandwidth", "nic_latency", "switch_latency", "sharp",
+                                                      "nccl_protocols"});
   // An absent section reads as an empty one (a default YAML::Node is Null, which tests true).
   const YAML::Node fields = section ? section : YAML::Node(YAML::NodeType::Map);
   auto get = [&](const char* key) { return fields[key]; };
@@ -67,10 +68,12 @@ Fabric read_fabric(const YamlReader& reader, const YAML::Node& section, int node
   fabric.nic_bandwidth = nic.bandwidth;
   fabric.nic_latency = nic.latency;
   fabric.switch_latency = nic.switch_latency;
+  fabric.nccl_protocols = nic.nccl_protocols;
   if (YAML::Node n = get("nic_bandwidth")) fabric.nic_bandwidth = reader.get_bandwidth(n, path + ".nic_bandwidth");
   if (YAML::Node n = get("nic_latency")) fabric.nic_latency = reader.get_duration(n, path + ".nic_latency");
   if (YAML::Node n = get("switch_latency")) fabric.switch_latency = reader.get_duration(n, path + ".switch_latency");
   if (YAML::Node n = get("sharp")) fabric.sharp = reader.get_bool(n, path + ".sharp");
+  if (YAML::Node n = get("nccl_protocols")) fabric.nccl_protocols = read_nccl_protocols(reader, n, path + ".nccl_protocols");
   return fabric;
 }
 

@@ -116,6 +116,9 @@ struct Fabric {
   Seconds nic_latency = 0;             ///< NIC + cable, one way
   Seconds switch_latency = 0;          ///< per fabric switch crossed
   bool sharp = false;                  ///< in-network reduction (CollNet) available
+  /// NCCL protocols the net plugin leaves enabled for the whole job (NCCL_PROTO it sets when
+  /// the user has not; e.g. aws-ofi-nccl forces Simple on EFAv1); empty: all of NCCL's.
+  std::vector<std::string> nccl_protocols;
 };
 
 struct Hop {

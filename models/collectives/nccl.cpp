@@ -135,6 +135,19 @@ nccl::Forced forced_choice(const AlgorithmOptions& options) {
   return f;
 }
 
+/// NVLink SHARP's multimem reductions move less than the NVLink rate: NVIDIA measured it and
+/// modelled it from NCCL 2.28 (tuning.cc nvlsEfficiency, 0.85 Hopper, 0.74 Blackwell). An
+/// older release's model omits it, yet its NVLS kernels ran on the same switches, so NVLS
+/// channels never beat HEAD's estimate for the same choice (GB/s per launched channel).
+double nvls_hardware_bound(const CollectiveSpec& spec, const nccl::NcclSystem& sys, const nccl::Estimate& e,
+                           int channels) {
+  nccl::Forced same;
+  same.has_algo = same.has_proto = true;
+  same.algo = e.algo;
+  same.proto = e.proto;
+  return nccl::nccl_tune(spec.op, spec.bytes, sys, same, nccl::head_version()).choice.alg_bw / channels;
+}
+
 double wire_efficiency(Proto p) {
   switch (p) {
     case Proto::ll: return 8.0 / 16.0;        // 8 B data + 8 B flag per 16 B line
@@ -287,6 +300,7 @@ class Nccl : public Algorithm {
       if (!chain) per_channel = e.alg_bw * nsteps / n / graph_channels;
     }
     if (spec.op == CollectiveOp::alltoall && n > 1) per_channel = e.alg_bw * (n - 1.0) / n / graph_channels / (n - 1);
+    if (nvls) per_channel = std::min(per_channel, nvls_hardware_bound(spec, sys, e, channels));
     // A p2p part runs on a compute channel of its own while the rank's parts fit its p2p
     // channels, and shares them beyond; all parts together stay within NCCL's estimate.
     if (p2p_split)

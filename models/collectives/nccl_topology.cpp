@@ -180,6 +180,11 @@ NcclSystem nccl_system(const CollectiveContext& ctx) {
   sys.nvls = platform.has_nvls() && sys.sm >= 90;
   sys.collnet = platform.fabric().sharp && platform.fabric().kind != platforms::FabricKind::none;
   sys.nics_per_node = static_cast<int>(platform.node().nics.size());
+  if (!platform.fabric().nccl_protocols.empty())
+    for (int p = 0; p < kProtos; ++p)
+      sys.plugin_protocols[p] = std::count(platform.fabric().nccl_protocols.begin(),
+                                           platform.fabric().nccl_protocols.end(),
+                                           to_string(static_cast<Proto>(p))) > 0;
   sys.nic_bw = platform.fabric().nic_bandwidth / platform.calibration.link_bandwidth_scale("network") / kGB;
 
   // The intra-node graph: the ring through the largest node group of the allocation.

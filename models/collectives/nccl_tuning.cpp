@@ -185,14 +185,16 @@ int op_steps(CollectiveOp op, int n) {
   return n;
 }
 
-/// Whether NCCL implements `op` with `a` at all (tuning.cc skips the others) and `p` with `a`.
-bool implements(CollectiveOp op, Algo a, Proto p) {
+/// Whether NCCL `v` implements `op` with `a` at all (tuning.cc skips the others) and `p`
+/// with `a`.
+bool implements(CollectiveOp op, Algo a, Proto p, const VersionConstants& v) {
   const bool simple_only = a != Algo::ring && a != Algo::tree;
   if (simple_only && p != Proto::simple) return false;
   switch (op) {
     case CollectiveOp::allreduce: return true;
     case CollectiveOp::allgather:
-    case CollectiveOp::reduce_scatter: return a == Algo::ring || a == Algo::nvls || a == Algo::collnet_direct;
+    case CollectiveOp::reduce_scatter:
+      return a == Algo::ring || (a == Algo::nvls && v.nvls_ag_rs) || (a == Algo::collnet_direct && v.collnet_ag_rs);
     default: return a == Algo::ring;
   }
 }
@@ -201,14 +203,15 @@ std::string disabled_reason(const NcclSystem& sys, Algo a, Proto p, const Versio
   if (sys.ranks < 2) return "one rank";
   if (a == Algo::nvls && !v.has_nvls) return "no NVLS before NCCL 2.17";
   if (a == Algo::nvls_tree && !v.has_nvls_tree) return "no NVLSTree before NCCL 2.18";
+  if ((a == Algo::collnet_direct || a == Algo::collnet_chain) && !v.has_collnet) return "no CollNet before NCCL 2.6";
   if (a == Algo::collnet_chain && !v.has_collnet_chain) return "no CollNet Chain before NCCL 2.14";
   if (p == Proto::ll128) {
     if (!v.has_ll128) return "no LL128 before NCCL 2.5";
-    // tuning.cc enables LL128 by default only on NVLink-class intra paths of sm70/80/90
-    // (v2.7.5, v2.8.3: sm70/80; sm90 from 2.12; sm100 from 2.23+, v.ll128_sm100).
-    const bool pre_sm90 = v.era == Era::v2_4 || v.era == Era::v2_7 || v.era == Era::v2_8;
-    const bool arch = sys.sm == 70 || sys.sm == 80 || (sys.sm == 90 && !pre_sm90) ||
-                      (sys.sm == 100 && v.ll128_sm100);
+    // tuning.cc enables LL128 by default only on NVLink-class intra paths of the archs it
+    // tested: sm70 (2.5), sm80 (2.7), sm90 (2.15), sm100/120 (2.25), any sm70+ (2.27).
+    const bool arch = v.ll128_sms.empty()
+                          ? sys.sm >= 70
+                          : std::find(v.ll128_sms.begin(), v.ll128_sms.end(), sys.sm) != v.ll128_sms.end();
     if (!arch) return "LL128 off by default on sm" + std::to_string(sys.sm);
     if (sys.intra != IntraPath::nvlink) return "LL128 off by default without NVLink";
   }
@@ -306,13 +309,20 @@ double bus_bw_v2_20(const BwInputs& in, const VersionConstants& v) {
   const bool collnet = in.a == Algo::collnet_direct || in.a == Algo::collnet_chain;
   double bw = (in.sys.nodes <= 2 || collnet) ? in.g.bw_intra : in.g.bw_inter;
   if (in.a == Algo::nvls) bw = std::min(in.g.bw_intra, in.g.bw_inter);
+  if (in.a == Algo::nvls && in.op != CollectiveOp::allreduce && v.nvls_ag_rs_ppn_bw) {
+    // 2.27: AllGather/ReduceScatter move (ppn-1)/ppn of the data through the switch.
+    const double ppn = in.sys.ppn;
+    bw = std::min(in.g.bw_intra * (ppn - 1) / ppn, in.g.bw_inter * 0.9);
+  }
   if (in.a == Algo::nvls_tree)
     bw = std::min(in.g.bw_intra, in.sys.nodes <= 2 ? in.g.bw_inter : in.g.bw_inter / 2);
   double bus = nch * bw;
   const bool multi_or_reduce = in.sys.nodes > 1 || in.op == CollectiveOp::allreduce || in.op == CollectiveOp::reduce;
-  if (in.a == Algo::ring && in.p == Proto::ll) bus = std::min(in.ll_max, bus * (multi_or_reduce ? 0.25 : 1.0 / 3.0));
+  const double ll_share = v.ring_ll_half ? 0.5 : multi_or_reduce ? 0.25 : 1.0 / 3.0;
+  if (in.a == Algo::ring && in.p == Proto::ll) bus = std::min(in.ll_max, bus * ll_share);
+  const double ll128_share = v.ring_ll128_ppn1_discount && in.sys.ppn < 2 ? 0.7 : 0.92;
   if (in.a == Algo::ring && in.p == Proto::ll128)
-    bus = std::min(bus * (in.sys.ppn < 2 ? 0.7 : 0.92), nch * v.per_ch_max_ring_ll128[in.row]);
+    bus = std::min(bus * ll128_share, nch * v.per_ch_max_ring_ll128[in.row][in.n_index]);
   if (in.a == Algo::tree) {
     bus = std::min(bus * .92, nch * v.per_ch_max_tree[in.row][in.n_index]);
     if (in.p == Proto::ll) bus = std::min(bus / 3.8, in.ll_max);
@@ -338,7 +348,7 @@ double bus_bw_head(const BwInputs& in, const VersionConstants& v) {
   double bus = nch * bw;
   if (in.a == Algo::ring && in.p == Proto::ll) bus = std::min(in.ll_max, 0.5 * bus);
   if (in.a == Algo::ring && in.p == Proto::ll128)
-    bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), nch * v.per_ch_max_ring_ll128[in.row]);
+    bus = std::min(bus * 0.92, nch * v.per_ch_max_ring_ll128[in.row][in.n_index]);
   if (in.a == Algo::tree) {
     bus = std::min(bus * 0.92, nch * v.per_ch_max_tree[in.row][in.n_index]);
     if (in.p == Proto::ll) bus = std::min(bus / 3.8, in.ll_max);
@@ -373,8 +383,8 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
   const double nch = g.channels;
 
   const BwInputs in{op, a, p, sys, g, ll_max, row, n_index};
-  // 2.4-2.8 share v2.7's latency model, algorithm-bandwidth conversion and plateau (no net
-  // overhead, LL intra latency x1.8 across nodes).
+  // 2.4-2.16 share v2.7's CollNet model and algorithm-bandwidth conversion; the latency
+  // terms that changed between releases are VersionConstants switches.
   const bool old = v.era == Era::v2_4 || v.era == Era::v2_7 || v.era == Era::v2_8;
   double bus = v.era == Era::v2_8 ? bus_bw_v2_8(in, v)
                : old              ? bus_bw_v2_7(in, v)
@@ -395,8 +405,9 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
   double alg = bus;
   if (a == Algo::ring) {
     alg *= static_cast<double>(n) / op_steps(op, n);
-  } else if (nvls && v.era == Era::v2_20) {
-    alg *= 5.0 / 6.0;   // v2.20.3: NVLS and NVLSTree ratio 5/6
+  } else if (nvls && v.nvls_ratio > 0) {
+    // 2.17-2.27: a fixed ratio (2.23+ keeps AllGather/ReduceScatter at busBw).
+    if (!ag_rs || !v.ag_rs_ratio_ring_only) alg *= v.nvls_ratio;
   } else if (nvls) {
     if (!ag_rs) alg *= static_cast<double>(n) / op_steps(op, n);
   } else if (!ag_rs || old) {
@@ -406,8 +417,11 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
   // Latency (tuning.cc), us.
   const int intra_row = sys.intra == IntraPath::nvlink ? 0 : 1;
   double intra_lat = v.hw_lat[intra_row][ai(a)][pi(p)];
-  double inter_lat = v.hw_lat[2][ai(a)][pi(p)];
-  if (old && nodes > 1 && p == Proto::ll) intra_lat *= 1.8;   // v2.7.5
+  // One GPU per node exposes the network latency fully: 2.23+ price it by the Tree NET row.
+  const Algo net_row = v.ppn1_tree_net_latency && sys.ppn == 1 ? Algo::tree : a;
+  double inter_lat = v.hw_lat[2][ai(net_row)][pi(p)];
+  // 2.7-2.17 charge intra-node LL hops x1.8 across nodes (2.18 put the net overhead instead).
+  if (!v.ring_hops_all_net && !v.net_overhead && nodes > 1 && p == Proto::ll) intra_lat *= 1.8;
   double lat = v.base_lat[ai(a)][pi(p)];
   const int l2nodes = log2i(nodes);
   switch (a) {
@@ -416,11 +430,15 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
         lat += v.hw_lat[nodes == 1 ? intra_row : 2][kRing][pi(p)];   // sameChannels rings
       } else {
         const int nsteps = op_steps(op, n);
-        // AllReduce inter-node steps: 2(nNodes-1) in v2.7.5 and HEAD, 2 nNodes in v2.20.3.
-        const int ar_inter = v.era == Era::v2_20 ? 2 * nodes : 2 * (nodes - 1);
-        const int ninter = nodes == 1 ? 0 : op == CollectiveOp::allreduce ? ar_inter : nodes - 1;
-        double overhead = 0;   // getNetOverhead (2.12+; absent in v2.7.5)
-        if (nodes > 1 && !old) overhead = (sys.amd_cpu ? 2.0 : 1.0) * (p == Proto::simple ? 3.0 : 1.0);
+        // AllReduce inter-node steps: 2 nNodes in 2.12-2.22, else 2 (nNodes-1); 2.5/2.6 price
+        // every step of a multi-node ring at hwLat[NET].
+        const int ar_inter = v.ring_ar_inter_2n ? 2 * nodes : 2 * (nodes - 1);
+        const int ninter = nodes == 1           ? 0
+                           : v.ring_hops_all_net ? nsteps
+                           : op == CollectiveOp::allreduce ? ar_inter
+                                                           : nodes - 1;
+        double overhead = 0;   // getNetOverhead (2.18+)
+        if (nodes > 1 && v.net_overhead) overhead = (sys.amd_cpu ? 2.0 : 1.0) * (p == Proto::simple ? 3.0 : 1.0);
         intra_lat = std::max(intra_lat, overhead);
         lat += (nsteps - ninter) * intra_lat + ninter * inter_lat;
       }
@@ -431,7 +449,8 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
                  : 2 * (std::min(1.0, ppn - 1) * intra_lat + (ppn - 1) * 0.4) + inter_lat;
       break;
     case Algo::collnet_chain: lat += 2 * (ppn - 1) * intra_lat + inter_lat; break;
-    case Algo::nvls: lat = intra_lat + (nodes > 1 ? inter_lat : 0); break;
+    // 2.17/2.18 keep NVLS's latency in baseLat (40, 23 us), 2.19+ in hwLat (baseLat 0).
+    case Algo::nvls: lat += intra_lat + (nodes > 1 ? inter_lat : 0); break;
     case Algo::nvls_tree: lat += intra_lat + 2 * l2nodes * inter_lat; break;
   }
 
@@ -445,10 +464,10 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
     e.channels = forced_channels;
   }
   if (a == Algo::ring && p == Proto::simple && nodes > 1 && op == CollectiveOp::allreduce) {
-    // "Plateau effect of ring": v2.7.5 x1.9 from nRanks/16 x 64 KiB; later x1.9 pre-sm80,
-    // else x1.4, from 64 B per channel and rank.
-    if (old && bytes >= n / 16.0 * 65536) lat *= 1.9;
-    if (!old && bytes / (nch * n) >= 64) lat *= sys.sm < 80 ? 1.9 : 1.4;
+    // "Plateau effect of ring" (2.7+): from nRanks/16 x 64 KiB, or from 64 B per channel and
+    // rank (2.18+), latency x the arch's factor (1.9, 1.5 or 1.4).
+    const bool plateau = v.plateau_per_channel ? bytes / (nch * n) >= 64 : bytes >= n / 16.0 * 65536;
+    if (plateau) lat *= v.ring_plateau[row];
   }
   e.latency_us = lat;
   e.alg_bw = alg;
@@ -538,8 +557,12 @@ Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const For
     for (int p = 0; p < kProtos; ++p) {
       const Algo algo = static_cast<Algo>(a);
       const Proto proto = static_cast<Proto>(p);
-      if (!implements(op, algo, proto)) continue;
+      if (!implements(op, algo, proto, version)) continue;
       Estimate e = estimate(op, bytes, sys, t.graphs, algo, proto, forced.channels, version);
+      if (e.enabled && !forced.has_proto && !sys.plugin_protocols[p]) {
+        e.enabled = false;
+        e.why_disabled = "the net plugin sets NCCL_PROTO without it (fabric.nccl_protocols)";
+      }
       t.estimates.push_back(e);
       if (!e.enabled) continue;
       if (forced.has_algo && forced.algo != algo) continue;

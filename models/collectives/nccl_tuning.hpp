@@ -54,6 +54,9 @@ struct NcclSystem {
   int mesh_ring_channels = 0;   ///< rings NCCL's search found on an NVLink mesh (0: none,
                                 ///< the ring graph follows from intra_bw)
   double mesh_ring_bw = 0;      ///< GB/s per ring of that search
+  /// Protocols the net plugin leaves enabled (its NCCL_PROTO, Fabric::nccl_protocols; a
+  /// forced proto= overrides it as a user's NCCL_PROTO would). Indexed by Proto.
+  bool plugin_protocols[kProtos] = {true, true, true};
 };
 
 /// @brief One graph as ncclTopoCompute leaves it (search.cc): channels and per-channel GB/s.

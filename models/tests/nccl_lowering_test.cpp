@@ -5,6 +5,8 @@
 
 #include "models/algorithm.hpp"
 #include "models/checker.hpp"
+#include "models/collectives/nccl_topology.hpp"
+#include "models/collectives/nccl_versions.hpp"
 #include "platforms/loader.hpp"
 
 namespace stepsim::models {
@@ -105,6 +107,29 @@ TEST(NcclLowering, ProtocolFieldsComeFromNcclConstants) {
   EXPECT_EQ(big.protocol.name, "Simple");
   EXPECT_DOUBLE_EQ(big.protocol.efficiency, 1.0);
   EXPECT_NEAR(big.protocol.per_step_bandwidth_cap, 30e9, 1e3);   // 360 GB/s over 12 channels
+}
+
+TEST(NcclLowering, OlderReleasesNvlsRunsAtTheSwitchesMeasuredEfficiency) {
+  // 2.27's model has no nvlsEfficiency (2.28+: 0.74 on Blackwell), so its NVLS estimate is
+  // faster than the switches deliver; the channel cap stays at HEAD's estimate.
+  const Case c = make("dgx-b200", 1, 8);
+  AlgorithmOptions o;
+  o.extra = {{"algo", "nvls"}, {"proto", "Simple"}, {"version", "2.27"}};
+  const Schedule old = lower(c, CollectiveOp::allreduce, 1 << 30, o);
+  o.extra["version"] = "head";
+  const Schedule head = lower(c, CollectiveOp::allreduce, 1 << 30, o);
+  EXPECT_DOUBLE_EQ(old.protocol.per_step_bandwidth_cap, head.protocol.per_step_bandwidth_cap);
+  // ... while 2.27's own estimate for the same choice is faster, so the bound is what bites.
+  const CollectiveContext ctx{c.platform, c.allocation, {}};
+  nccl::Forced same;
+  same.has_algo = same.has_proto = true;
+  same.algo = nccl::Algo::nvls;
+  same.proto = nccl::Proto::simple;
+  const double v227 = nccl::nccl_tune(CollectiveOp::allreduce, 1 << 30, nccl::nccl_system(ctx), same,
+                                      nccl::nccl_version("2.27")).choice.alg_bw;
+  const double head_bw = nccl::nccl_tune(CollectiveOp::allreduce, 1 << 30, nccl::nccl_system(ctx), same,
+                                         nccl::head_version()).choice.alg_bw;
+  EXPECT_GT(v227, 1.1 * head_bw);   // 600 vs 532.8 GB/s
 }
 
 TEST(NcclLowering, NotesCarryTheChoiceAndEstimate) {

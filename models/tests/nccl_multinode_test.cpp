@@ -48,6 +48,21 @@ TEST(NcclMultinode, V28TreeCapsPerChannelAndLlCaps) {
   EXPECT_NEAR(pick(t, Algo::ring, Proto::ll128).bus_bw, 67.6, 1e-9);
 }
 
+TEST(NcclMultinode, NetPluginProtocolsBoundTheChoiceUnlessForced) {
+  // aws-ofi-nccl on EFAv1 sets NCCL_PROTO=simple: 1 KiB, which picks LL freely, must run
+  // Simple; a user's proto= (their own NCCL_PROTO) still wins.
+  NcclSystem sys = abci(2);
+  EXPECT_EQ(nccl_tune(CollectiveOp::allreduce, 1024, sys, {}, v28()).choice.proto, Proto::ll);
+  sys.plugin_protocols[static_cast<int>(Proto::ll)] = sys.plugin_protocols[static_cast<int>(Proto::ll128)] = false;
+  const Tuning t = nccl_tune(CollectiveOp::allreduce, 1024, sys, {}, v28());
+  EXPECT_EQ(t.choice.proto, Proto::simple);
+  EXPECT_FALSE(pick(t, Algo::tree, Proto::ll).enabled);
+  Forced ll;
+  ll.has_proto = true;
+  ll.proto = Proto::ll;
+  EXPECT_EQ(nccl_tune(CollectiveOp::allreduce, 1024, sys, ll, v28()).choice.proto, Proto::ll);
+}
+
 TEST(NcclMultinode, V28LatenciesUseItsHwLat) {
   const Tuning t = nccl_tune(CollectiveOp::allreduce, 8 << 20, abci(8), {}, v28());
   // Tree LL128: 4.4 + 2 x (7 x 1.25 + log2(8) x 8.5) = 72.9 us.

@@ -102,6 +102,12 @@ std::vector<Case> cases() {
        {"bad.yaml: node.vertices[0].pageable_copy_bandwidth (line 6)", "only a CPU", "vertex of kind cpu"}},
       {"zero pageable copy rate", replace_line(8, "    - {name: cpu0, kind: cpu, pageable_copy_bandwidth: 0GBps}"), {},
        {"bad.yaml: node.vertices[2].pageable_copy_bandwidth (line 8)", "must be > 0"}},
+      {"unknown NCCL protocol", kGood + "fabric: {nccl_protocols: [LL, Ultra]}\n", {"nodes=2"},
+       {"bad.yaml: fabric.nccl_protocols[1] (line 13)", "unknown value 'Ultra'", "LL, LL128, Simple"}},
+      {"NCCL protocol twice", kGood + "fabric: {nccl_protocols: [Simple, Simple]}\n", {"nodes=2"},
+       {"bad.yaml: fabric.nccl_protocols[1] (line 13)", "listed twice"}},
+      {"no NCCL protocol", kGood + "fabric: {nccl_protocols: []}\n", {"nodes=2"},
+       {"bad.yaml: fabric.nccl_protocols (line 13)", "non-empty list"}},
       {"multi-node without NIC", substitute(replace_line(8, "    - {name: cpu0, kind: cpu}"), "[nic0, sw]", "[cpu0, sw]"), {"nodes=2"},
        {"bad.yaml: node.vertices (line 6)", "2 nodes need NICs"}},
   };

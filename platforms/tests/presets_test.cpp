@@ -151,6 +151,16 @@ TEST(Presets, DefaultNicFollowsGpuGeneration) {
   EXPECT_DOUBLE_EQ(load_platform("pcie-gen4-x8", options).fabric().nic_bandwidth, 50e9);
 }
 
+TEST(Presets, NetPluginProtocolsFollowTheNic) {
+  // EFAv1's plugin leaves NCCL only Simple; InfiniBand NICs leave every protocol.
+  EXPECT_EQ(load_platform("aws-p4de").fabric().nccl_protocols, std::vector<std::string>{"Simple"});
+  PlatformOptions options;
+  options.nodes = 2;
+  EXPECT_TRUE(load_platform("dgx-h100", options).fabric().nccl_protocols.empty());
+  options.overrides = {"fabric.nic=EFA-100"};
+  EXPECT_EQ(load_platform("dgx-h100", options).fabric().nccl_protocols, std::vector<std::string>{"Simple"});
+}
+
 TEST(Presets, UnknownNameListsPresets) {
   try {
     load_platform("dgx-9000");
