@@ -241,7 +241,8 @@ class Nccl : public Algorithm {
     // The channels NCCL launches (fewer for small messages, NVLS's own count) unless forced.
     const int channels = p2p_split                             ? p2p_split->per_peer
                          : p2p || ctx.options.channels > 0 ? graph_channels
-                             : nccl::launch_channels(e.algo, e.proto, spec.bytes, sys.ranks, graph_channels);
+                             : nccl::launch_channels(e.algo, e.proto, spec.bytes, sys.ranks, graph_channels,
+                                                     nccl::nvls_channels(nccl::nccl_version(ctx.options), sys));
 
     // Pipeline chunks per channel. LL and LL128 forward every line as soon as its flag
     // arrives (prims_ll.h / prims_ll128.h: each thread polls its own lines and passes them on),
@@ -300,7 +301,12 @@ class Nccl : public Algorithm {
       if (!chain) per_channel = e.alg_bw * nsteps / n / graph_channels;
     }
     if (spec.op == CollectiveOp::alltoall && n > 1) per_channel = e.alg_bw * (n - 1.0) / n / graph_channels / (n - 1);
-    if (nvls) per_channel = std::min(per_channel, nvls_hardware_bound(spec, sys, e, channels));
+    if (nvls) {
+      per_channel = std::min(per_channel, nvls_hardware_bound(spec, sys, e, channels));
+      // AllGather/ReduceScatter: a rank's n blocks cross its channel at once (multicast out
+      // or reduced in), each at 1/n of the channel, so the rank moves its bytes at algBw.
+      if (spec.op != CollectiveOp::allreduce) per_channel /= n;
+    }
     // A p2p part runs on a compute channel of its own while the rank's parts fit its p2p
     // channels, and shares them beyond; all parts together stay within NCCL's estimate.
     if (p2p_split)

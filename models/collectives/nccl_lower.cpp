@@ -210,8 +210,56 @@ Schedule lower_tree(const CollectiveSpec& spec, const CollectiveContext& ctx, in
   return s;
 }
 
+namespace {
+
+Schedule lower_nvls_gather_scatter(const CollectiveSpec& spec, const CollectiveContext& ctx, int channels,
+                                   const ChunkPolicy& chunks) {
+  // all_gather.h / reduce_scatter.h NVLS on one node: a rank multicasts its block through the
+  // switch (multimem.st) to every rank, or the switch reduces a block from every rank
+  // (multimem.ld_reduce) for its owner. Block j * n + r is rank r's part of chunk j.
+  const int n = spec.ranks;
+  const bool gather = spec.op == CollectiveOp::allgather;
+  const int k = chunks(2);
+  Schedule s = lowering::start(spec, "nccl:nvls", n * k, channels, channels);
+  const int sw = add_node_switches(s, ctx, lowering::ranks_by_node(ctx)).front();
+  auto stage = [&](int which, int chunk, Round& round) {
+    for (int c = 0; c < channels; ++c)
+      for (int r = 0; r < n; ++r) {
+        const int block = chunk * n + r;
+        if (which == 0) {
+          if (gather) round.steps.push_back(lowering::step(s, r, sw, block, 1, c, Combine::replace, c));
+          else
+            for (int q = 0; q < n; ++q) round.steps.push_back(lowering::step(s, q, sw, block, 1, c, Combine::reduce, c));
+        } else if (gather) {
+          for (int q = 0; q < n; ++q)
+            if (q != r) round.steps.push_back(lowering::step(s, sw, q, block, 1, c, Combine::replace, c));
+        } else {
+          round.steps.push_back(lowering::step(s, sw, r, block, 1, c, Combine::replace, c));
+        }
+      }
+  };
+  Round fill, drain;
+  stage(0, 0, fill);
+  s.rounds.push_back(std::move(fill));
+  if (k > 1) {
+    Round steady;   // chunk j + 1 enters the switch while chunk j leaves it
+    stage(0, 1, steady);
+    stage(1, 0, steady);
+    steady.repeat = k - 1;
+    steady.block_shift = n;
+    s.rounds.push_back(std::move(steady));
+  }
+  stage(1, k - 1, drain);
+  s.rounds.push_back(std::move(drain));
+  return s;
+}
+
+}  // namespace
+
 Schedule lower_nvls(const CollectiveSpec& spec, const CollectiveContext& ctx, int channels,
                     const ChunkPolicy& chunks) {
+  // Across nodes the tuning offers NVLS for AllReduce only (nvls_disabled_reason).
+  if (spec.op != CollectiveOp::allreduce) return lower_nvls_gather_scatter(spec, ctx, channels, chunks);
   Schedule s = lowering::start(spec, "nccl:nvls", 1, channels, channels);
   const std::vector<std::vector<int>> nodes = lowering::ranks_by_node(ctx);
   const std::vector<int> sw = add_node_switches(s, ctx, nodes);

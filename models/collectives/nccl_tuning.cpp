@@ -147,7 +147,7 @@ const std::vector<double>& search_speeds(int sm, bool inter) {
 double hw_latency(int path, Algo algo, Proto proto) { return head_version().hw_lat[path][ai(algo)][pi(proto)]; }
 double base_latency(Algo algo, Proto proto) { return head_version().base_lat[ai(algo)][pi(proto)]; }
 
-Graphs search_graphs(const NcclSystem& sys) {
+Graphs search_graphs(const NcclSystem& sys, int max_nvls_heads) {
   Graphs g;
   g.ring = search_ring(sys);
   g.tree = g.ring;
@@ -166,6 +166,7 @@ Graphs search_graphs(const NcclSystem& sys) {
     const bool net = sys.nodes > 1;
     int heads = sys.ppn;
     if (net) heads = std::min(heads, std::max(1, sys.nics_per_node));
+    if (max_nvls_heads > 0) heads = std::min(heads, max_nvls_heads);
     for (double s : search_speeds(sys.sm, net)) {
       if (heads * s > sys.intra_bw + 1e-9) continue;
       if (net && s > sys.nic_bw + 1e-9) continue;
@@ -199,7 +200,25 @@ bool implements(CollectiveOp op, Algo a, Proto p, const VersionConstants& v) {
   }
 }
 
-std::string disabled_reason(const NcclSystem& sys, Algo a, Proto p, const VersionConstants& v) {
+/// Why NCCL's NVLS algorithm does not run `op` here (enqueue.cc/tuning.cc/nvls.cc of v).
+std::string nvls_disabled_reason(CollectiveOp op, const NcclSystem& sys, const VersionConstants& v) {
+  if (!sys.nvls) return "no NVLink SHARP (NVSwitch gen3+, sm90+)";
+  if (sys.ppn < v.nvls_min_gpus)
+    return "NVLS needs " + std::to_string(v.nvls_min_gpus) + "+ GPUs per node in NCCL " + v.name;
+  const bool ag_rs = op != CollectiveOp::allreduce;
+  if (ag_rs && v.nvls_ag_rs_arity_cap && sys.ppn > 32) return "NVLS AllGather/ReduceScatter needs <= 32 GPUs per node";
+  if (sys.nodes == 1) return "";
+  if (!ag_rs) {
+    if (!v.nvls_allreduce_sharp) return "NVLS AllReduce runs on one node only in NCCL " + v.name;
+    return sys.collnet ? "" : "multi-node NVLS AllReduce needs SHARP (fabric.sharp); NVLSTree runs without it";
+  }
+  if (!v.nvls_ag_rs_multinode) return "NVLS AllGather/ReduceScatter run on one node only before NCCL 2.27";
+  if (!sys.collnet) return "multi-node NVLS AllGather/ReduceScatter need SHARP (fabric.sharp)";
+  if (sys.ppn > sys.nics_per_node) return "multi-node NVLS AllGather/ReduceScatter need one NIC per GPU";
+  return "NVLS+SHARP AllGather/ReduceScatter across nodes (NCCL 2.27+) are not modelled";
+}
+
+std::string disabled_reason(CollectiveOp op, const NcclSystem& sys, Algo a, Proto p, const VersionConstants& v) {
   if (sys.ranks < 2) return "one rank";
   if (a == Algo::nvls && !v.has_nvls) return "no NVLS before NCCL 2.17";
   if (a == Algo::nvls_tree && !v.has_nvls_tree) return "no NVLSTree before NCCL 2.18";
@@ -216,11 +235,7 @@ std::string disabled_reason(const NcclSystem& sys, Algo a, Proto p, const Versio
     if (sys.intra != IntraPath::nvlink) return "LL128 off by default without NVLink";
   }
   switch (a) {
-    case Algo::nvls:
-      if (!sys.nvls) return "no NVLink SHARP (NVSwitch gen3+, sm90+)";
-      if (sys.nodes > 1 && !sys.collnet) return "multi-node NVLS needs CollNet";
-      if (sys.ppn < 2) return "NVLS needs 2+ GPUs per node";
-      return "";
+    case Algo::nvls: return nvls_disabled_reason(op, sys, v);
     case Algo::nvls_tree:
       if (!sys.nvls) return "no NVLink SHARP";
       if (sys.nodes < 2) return "NVLSTree is off on one node";
@@ -364,7 +379,7 @@ Estimate estimate(CollectiveOp op, double bytes, const NcclSystem& sys, const Gr
   Estimate e;
   e.algo = a;
   e.proto = p;
-  e.why_disabled = disabled_reason(sys, a, p, v);
+  e.why_disabled = disabled_reason(op, sys, a, p, v);
   if (!e.why_disabled.empty()) return e;
 
   const int n = sys.ranks;
@@ -541,7 +556,7 @@ Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const For
 Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const Forced& forced,
                  const VersionConstants& version) {
   Tuning t;
-  t.graphs = search_graphs(sys);
+  t.graphs = search_graphs(sys, version.nvls_max_heads);
   if (op == CollectiveOp::alltoall || op == CollectiveOp::sendrecv) {
     t.choice = p2p_estimate(op, bytes, sys, t.graphs, version);
     if (forced.channels > 0) {
@@ -600,8 +615,7 @@ namespace {
 constexpr double kSimpleStep = 4.0 * 1024 * 1024 / 8;
 constexpr double kLLChunk = 8.0 * 512 * 8 * 16 / 8 / 2;
 constexpr double kLL128Chunk = 120.0 * 640 * 8 * 8 / 8 / 16 * 15;
-// transport/nvls.cc NCCL_NVLS_NCHANNELS 16, NCCL_NVLS_CHUNKSIZE 128 KiB.
-constexpr int kNvlsChannels = 16;
+// transport/nvls.cc NCCL_NVLS_CHUNKSIZE 128 KiB.
 constexpr double kNvlsChunk = 128.0 * 1024;
 // tuning.cc maxThreads (NCCL_LL_MAX_NTHREADS, NCCL_LL128_MAX_NTHREADS,
 // NCCL_SIMPLE_MAX_NTHREADS) and threadThresholds (NCCL_LL_THREAD_THRESHOLD,
@@ -611,8 +625,8 @@ constexpr int kThreadThreshold[kProtos] = {8, 8, 64};
 
 }  // namespace
 
-int launch_channels(Algo algo, Proto proto, double bytes, int ranks, int graph_channels) {
-  if (algo == Algo::nvls || algo == Algo::nvls_tree) return kNvlsChannels;
+int launch_channels(Algo algo, Proto proto, double bytes, int ranks, int graph_channels, int nvls_channels) {
+  if (algo == Algo::nvls || algo == Algo::nvls_tree) return nvls_channels;
   if (algo != Algo::ring && algo != Algo::tree) return graph_channels;
   const double threshold =
       kThreadThreshold[pi(proto)] * (algo == Algo::ring && proto == Proto::ll ? std::max(1, ranks) : 1);

@@ -76,7 +76,8 @@ struct Graphs {
 /// @brief Emulates ncclTopoCompute's speed search: the speed (from the per-arch speed
 /// arrays) and channel count with the largest total, ties to the higher speed, then
 /// ncclTopoDupChannels; NVLS graphs use one channel per local GPU.
-Graphs search_graphs(const NcclSystem& sys);
+/// `max_nvls_heads` caps the NVLS graph's heads (NCCL_MAX_NVLS_ARITY from 2.25; 0: none).
+Graphs search_graphs(const NcclSystem& sys, int max_nvls_heads = 0);
 
 /// @brief NCCL's estimate for one (algorithm, protocol).
 struct Estimate {
@@ -123,8 +124,9 @@ Tuning nccl_tune(CollectiveOp op, double bytes, const NcclSystem& sys, const For
 /// topoGetAlgoInfo, 2.19-2.30): rings and trees drop channels while
 /// bytes < channels x maxThreads x threadThreshold (tuning.cc: maxThreads LL 512, LL128 640,
 /// Simple 512; threadThreshold LL 8 x nRanks for rings else 8, LL128 8, Simple 64);
-/// NVLS uses NCCL_NVLS_NCHANNELS (16, transport/nvls.cc); CollNet keeps the graph's.
-int launch_channels(Algo algo, Proto proto, double bytes, int ranks, int graph_channels);
+/// NVLS and NVLSTree use `nvls_channels` (NCCL_NVLS_NCHANNELS of the release, see
+/// nccl_versions.hpp nvls_channels); CollNet keeps the graph's.
+int launch_channels(Algo algo, Proto proto, double bytes, int ranks, int graph_channels, int nvls_channels);
 
 /// @brief NCCL's loop count per channel (enqueue.cc calcCollChunking, 2.19-2.30):
 /// ceil(bytes / (channels x chunksPerLoop x chunkSize)), with the Simple step of 512 KiB

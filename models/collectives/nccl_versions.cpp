@@ -238,6 +238,7 @@ VersionConstants make_2_17() {
   fill(v.per_ch_max_tree[kBlackwell], {38.7, 41.4, 33.0});
   fill(v.ll_max_bw[kBlackwell], {87.7, 22.5, 19.0});
   fill(v.ring_plateau, {1.9, 1.9, 1.5, 1.5});
+  v.nvls_min_gpus = 2;   // nvls.cc: off only at localRanks <= 1, and on one node only
   return v;
 }
 
@@ -248,6 +249,8 @@ VersionConstants make_2_17() {
 /// (2 (nNodes-1) NET hops) are modelled as 2.19's (docs/nccl-releases.md).
 VersionConstants make_2_18() {
   VersionConstants v = derive(make_2_17(), "2.18", "tuning.cc @ v2.18.6-1 (0b083e52)");
+  v.nvls_min_gpus = 3;           // nvls.cc: gpuCount <= 2 disables
+  v.nvls_allreduce_sharp = true;  // "Add support for IB SHARP to NVLS" (release note)
   v.has_nvls_tree = true;
   v.nvls_ag_rs = false;
   v.nvls_ratio = 5.0 / 6.0;
@@ -329,6 +332,10 @@ VersionConstants make_2_25() {
   fill(v.per_ch_max_tree_ll128[kBlackwell], {2 * 36.7, 2 * 36.7, 2 * 29.0});
   fill(v.per_ch_max_tree[kBlackwell], {2 * 38.7, 2 * 41.4, 2 * 36.0});
   v.ll128_sms = {70, 80, 90, 100, 120};
+  // search.cc "Limit NVLS heads to 32"; nvls.cc NVLS_NCHANNELS_SM100 32 (v2.25.1-1).
+  v.nvls_max_heads = 32;
+  v.nvls_ag_rs_arity_cap = true;
+  v.nvls_channels_sm100_one_node = v.nvls_channels_sm100_nodes = 32;
   return v;
 }
 
@@ -338,6 +345,10 @@ VersionConstants make_2_27() {
   VersionConstants v = derive(make_2_25(), "2.27", "tuning.cc @ v2.27.7-1 (593de54e)");
   v.ll128_sms.clear();
   v.nvls_ag_rs_ppn_bw = true;
+  // enqueue.cc drops "single-node NVLS allgather and reducescatter" (SHARP's iallgather /
+  // ireducescatter with 1:1 GPU:NIC, tuning.cc); nvls.cc NVLS_NCHANNELS_SM100_NVL 24 (v2.27.3-1).
+  v.nvls_ag_rs_multinode = true;
+  v.nvls_channels_sm100_one_node = 24;
   return v;
 }
 
@@ -355,6 +366,7 @@ VersionConstants make_2_28() {
   const double nvls_tree[2][3] = {{0, 57.7, 45.5}, {0, 96.0, 43.8}};
   fill(v.per_ch_max_nvls_tree, nvls_tree);
   fill(v.nvls_efficiency, {0.85, 0.74});
+  v.nvls_min_gpus = 2;   // nvls.cc gpuCount < 2 (2.28.7: "multimem with as few as two ranks")
   return v;
 }
 
@@ -396,6 +408,11 @@ const std::vector<Entry>& table() {
 }
 
 }  // namespace
+
+int nvls_channels(const VersionConstants& v, const NcclSystem& sys) {
+  if (sys.sm < 100) return 16;
+  return sys.nodes > 1 ? v.nvls_channels_sm100_nodes : v.nvls_channels_sm100_one_node;
+}
 
 const VersionConstants& head_version() { return *table().back().constants; }
 

@@ -77,6 +77,20 @@ struct VersionConstants {
                                             ///< (2.18-2.27); 0: ring ratio (2.28+)
   bool ag_rs_ratio_ring_only = false;       ///< AllGather/ReduceScatter apply no algorithm
                                             ///< ratio except on rings (2.23+)
+  bool nvls_allreduce_sharp = false;        ///< NVLS AllReduce across nodes through SHARP
+                                            ///< (CollNet) (2.18+; 2.17 is single-node only)
+  bool nvls_ag_rs_multinode = false;        ///< NVLS AllGather/ReduceScatter across nodes, with
+                                            ///< SHARP (CollNet) and one NIC per GPU (2.27+;
+                                            ///< 2.19-2.26 enqueue.cc: "single-node only")
+  int nvls_min_gpus = 3;                    ///< GPUs per node NVLS needs (nvls.cc: 2 in 2.17,
+                                            ///< 3 from 2.18, 2 from 2.28.7)
+  int nvls_max_heads = 0;                   ///< NVLS graph heads cap (search.cc
+                                            ///< NCCL_MAX_NVLS_ARITY 32, 2.25+; 0: none)
+  bool nvls_ag_rs_arity_cap = false;        ///< NVLS AllGather/ReduceScatter off beyond 32 ranks
+                                            ///< of a node (2.25+)
+  int nvls_channels_sm100_one_node = 16;    ///< NVLS channels on sm100 (nvls.cc: 16 for every
+  int nvls_channels_sm100_nodes = 16;       ///< arch before 2.25; 32 from 2.25; 24 on one
+                                            ///< NVLink domain from 2.27); sm90 keeps 16
   bool nvls_ag_rs_ppn_bw = false;           ///< NVLS AllGather/ReduceScatter busBw from
                                             ///< bwIntra (ppn-1)/ppn and 0.9 bwInter (2.27+)
 };
@@ -89,6 +103,9 @@ const VersionConstants& nccl_version(const std::string& version);
 const VersionConstants& head_version();
 /// @brief The release an algorithm's options select (`version=2.18`), HEAD by default.
 const VersionConstants& nccl_version(const AlgorithmOptions& options);
+/// @brief NVLS channels NCCL launches (transport/nvls.cc NVLS_NCHANNELS_SM90 16; sm100 as
+/// the release's VersionConstants say).
+int nvls_channels(const VersionConstants& v, const NcclSystem& sys);
 /// @brief Every accepted key, oldest first: "2.4" .. "2.30", then "head".
 std::vector<std::string> known_versions();
 

@@ -109,6 +109,28 @@ TEST(NcclLowering, ProtocolFieldsComeFromNcclConstants) {
   EXPECT_NEAR(big.protocol.per_step_bandwidth_cap, 30e9, 1e3);   // 360 GB/s over 12 channels
 }
 
+TEST(NcclLowering, NvlsAllGatherAndReduceScatterMoveEachBlockOnceThroughTheSwitch) {
+  // One node: an allgather rank multicasts its 1/n (multimem.st), a reduce-scatter rank's
+  // whole buffer is reduced in the switch for the blocks' owners (multimem.ld_reduce).
+  const Case c = make("dgx-h100", 1, 8);
+  AlgorithmOptions o;
+  o.extra = {{"algo", "nvls"}};
+  const double bytes = 64.0 * 1024 * 1024;
+  for (CollectiveOp op : {CollectiveOp::allgather, CollectiveOp::reduce_scatter}) {
+    const Schedule s = lower(c, op, bytes, o);
+    EXPECT_FALSE(check_schedule(s).has_value()) << to_string(op) << ": " << check_schedule(s).value_or("");
+    double sent = 0, received = 0;   // by rank 0, every repeat of a round counted
+    for (const Round& r : s.rounds)
+      for (const Step& st : r.steps) {
+        if (st.src == 0) sent += st.wire_bytes * r.repeat;
+        if (st.dst == 0) received += st.wire_bytes * r.repeat;
+      }
+    const bool gather = op == CollectiveOp::allgather;
+    EXPECT_NEAR(sent, gather ? bytes / 8 : bytes, 1e-6 * bytes) << to_string(op);
+    EXPECT_NEAR(received, gather ? bytes * 7 / 8 : bytes / 8, 1e-6 * bytes) << to_string(op);
+  }
+}
+
 TEST(NcclLowering, OlderReleasesNvlsRunsAtTheSwitchesMeasuredEfficiency) {
   // 2.27's model has no nvlsEfficiency (2.28+: 0.74 on Blackwell), so its NVLS estimate is
   // faster than the switches deliver; the channel cap stays at HEAD's estimate.

@@ -164,17 +164,17 @@ TEST(NcclChoice, LL128IsOffWithoutNvlink) {
 // rings, LL128 8, Simple 64 (tuning.cc).
 TEST(NcclLaunch, SmallMessagesLaunchFewerChannels) {
   // Simple: 100 KiB < nc x 512 x 64 = nc x 32 KiB until nc = 3.
-  EXPECT_EQ(launch_channels(Algo::ring, Proto::simple, 100 * 1024, 8, 24), 3);
+  EXPECT_EQ(launch_channels(Algo::ring, Proto::simple, 100 * 1024, 8, 24, 16), 3);
   // Ring LL on 8 ranks: 8 x 8 = 64 B per thread, again 32 KiB per channel.
-  EXPECT_EQ(launch_channels(Algo::ring, Proto::ll, 100 * 1024, 8, 24), 3);
+  EXPECT_EQ(launch_channels(Algo::ring, Proto::ll, 100 * 1024, 8, 24, 16), 3);
   // Tree LL: no nRanks factor, 512 x 8 = 4 KiB per channel: 100 KiB keeps 24.
-  EXPECT_EQ(launch_channels(Algo::tree, Proto::ll, 100 * 1024, 8, 24), 24);
+  EXPECT_EQ(launch_channels(Algo::tree, Proto::ll, 100 * 1024, 8, 24, 16), 24);
   // LL128: 640 x 8 = 5 KiB per channel: 100 KiB -> 20.
-  EXPECT_EQ(launch_channels(Algo::ring, Proto::ll128, 100 * 1024, 8, 24), 20);
-  // Large messages keep the graph's channels; NVLS always NCCL_NVLS_NCHANNELS = 16.
-  EXPECT_EQ(launch_channels(Algo::ring, Proto::simple, 1 << 30, 8, 24), 24);
-  EXPECT_EQ(launch_channels(Algo::nvls, Proto::simple, 1024, 8, 8), 16);
-  EXPECT_EQ(launch_channels(Algo::ring, Proto::simple, 16, 8, 24), 1);
+  EXPECT_EQ(launch_channels(Algo::ring, Proto::ll128, 100 * 1024, 8, 24, 16), 20);
+  // Large messages keep the graph's channels; NVLS launches the release's NVLS channels.
+  EXPECT_EQ(launch_channels(Algo::ring, Proto::simple, 1 << 30, 8, 24, 16), 24);
+  EXPECT_EQ(launch_channels(Algo::nvls, Proto::simple, 1024, 8, 8, 24), 24);
+  EXPECT_EQ(launch_channels(Algo::ring, Proto::simple, 16, 8, 24, 16), 1);
 }
 
 // enqueue.cc calcCollChunking (2.19-2.30): loops = ceil(bytes / (nCh x chunksPerLoop x chunk)).

@@ -185,6 +185,13 @@ std::vector<Change> changes(const VersionConstants& a, const VersionConstants& b
   num("nvls_ratio", a.nvls_ratio, b.nvls_ratio);
   num("ag_rs_ratio_ring_only", a.ag_rs_ratio_ring_only, b.ag_rs_ratio_ring_only);
   num("nvls_ag_rs_ppn_bw", a.nvls_ag_rs_ppn_bw, b.nvls_ag_rs_ppn_bw);
+  num("nvls_allreduce_sharp", a.nvls_allreduce_sharp, b.nvls_allreduce_sharp);
+  num("nvls_ag_rs_multinode", a.nvls_ag_rs_multinode, b.nvls_ag_rs_multinode);
+  num("nvls_min_gpus", a.nvls_min_gpus, b.nvls_min_gpus);
+  num("nvls_max_heads", a.nvls_max_heads, b.nvls_max_heads);
+  num("nvls_ag_rs_arity_cap", a.nvls_ag_rs_arity_cap, b.nvls_ag_rs_arity_cap);
+  num("nvls_channels_sm100_one_node", a.nvls_channels_sm100_one_node, b.nvls_channels_sm100_one_node);
+  num("nvls_channels_sm100_nodes", a.nvls_channels_sm100_nodes, b.nvls_channels_sm100_nodes);
   return out;
 }
 
@@ -427,7 +434,8 @@ const std::vector<Boundary>& boundaries() {
         {"nvls_ag_rs", false, true},
         {"ring_plateau[Hopper]", 1.9, 1.5},
         {"ring_plateau[Blackwell]", 1.9, 1.5},
-        {"nvls_ratio", 0.0, 0.75}}},
+        {"nvls_ratio", 0.0, 0.75},
+        {"nvls_min_gpus", 3.0, 2.0}}},
       // v2.18.6: NVLSTree, new latency tables, tree LL128 N4 caps, net overhead, plateau
       // from 64 B per channel and rank, NVLS ratio 5/6 and AllReduce only.
       {"2.17", "2.18",
@@ -462,7 +470,9 @@ const std::vector<Boundary>& boundaries() {
         {"ring_plateau[Hopper]", 1.5, 1.4},
         {"ring_plateau[Blackwell]", 1.5, 1.4},
         {"plateau_per_channel", false, true},
-        {"nvls_ratio", 0.75, 5.0 / 6.0}}},
+        {"nvls_ratio", 0.75, 5.0 / 6.0},
+        {"nvls_allreduce_sharp", false, true},
+        {"nvls_min_gpus", 2.0, 3.0}}},
       // v2.19.4: CollNet/NVLS latencies into hwLat, tree Simple 28 us, NVLS AllGather/
       // ReduceScatter again.
       {"2.18", "2.19",
@@ -525,10 +535,18 @@ const std::vector<Boundary>& boundaries() {
         {"per_ch_max_tree[Blackwell][N1]", 38.7, 2 * 38.7},
         {"per_ch_max_tree[Blackwell][N2]", 41.4, 2 * 41.4},
         {"per_ch_max_tree[Blackwell][N4]", 36.0, 2 * 36.0},
-        {"ll128_sms", "70,80,90", "70,80,90,100,120"}}},
+        {"ll128_sms", "70,80,90", "70,80,90,100,120"},
+        {"nvls_max_heads", 0.0, 32.0},
+        {"nvls_ag_rs_arity_cap", false, true},
+        {"nvls_channels_sm100_one_node", 16.0, 32.0},
+        {"nvls_channels_sm100_nodes", 16.0, 32.0}}},
       {"2.25", "2.26", {}},
       // v2.27.7: LL128 on every sm70+, NVLS AllGather/ReduceScatter busBw.
-      {"2.26", "2.27", {{"ll128_sms", "70,80,90,100,120", "sm70+"}, {"nvls_ag_rs_ppn_bw", false, true}}},
+      {"2.26", "2.27",
+       {{"ll128_sms", "70,80,90,100,120", "sm70+"},
+        {"nvls_ag_rs_ppn_bw", false, true},
+        {"nvls_ag_rs_multinode", false, true},
+        {"nvls_channels_sm100_one_node", 32.0, 24.0}}},
       // v2.28.9: the NVLS efficiency model, NVLSTree NET 20.9 us, measured Blackwell rows.
       {"2.27", "2.28",
        {{"era", "v2_20", "head"},
@@ -546,7 +564,8 @@ const std::vector<Boundary>& boundaries() {
         {"per_ch_max_nvls_tree[Blackwell][N4]", 0.0, 43.8},
         {"nvls_efficiency[Hopper]", 0.0, 0.85},
         {"nvls_efficiency[Blackwell]", 0.0, 0.74},
-        {"nvls_ratio", 5.0 / 6.0, 0.0}}},
+        {"nvls_ratio", 5.0 / 6.0, 0.0},
+        {"nvls_min_gpus", 3.0, 2.0}}},
       // v2.29.7: Blackwell ring LL128 40 GB/s per channel.
       {"2.28", "2.29",
        {{"per_ch_max_ring_ll128[Blackwell][N1]", 2 * 36.7, 40.0},
@@ -699,6 +718,52 @@ TEST(NcclVersions, NvlsAllGatherPerRelease) {
   EXPECT_NEAR(nvls("2.27")->alg_bw, g.channels * std::min(g.bw_intra * 7 / 8, g.bw_inter * 0.9), 1e-9);
 }
 
+std::string nvls_why(CollectiveOp op, const NcclSystem& s, const char* version) {
+  const Tuning t = nccl_tune(op, 1 << 30, s, {}, v(version));
+  for (const Estimate& e : t.estimates)
+    if (e.algo == Algo::nvls) return e.enabled ? "" : e.why_disabled;
+  return "not offered";
+}
+
+TEST(NcclVersions, NvlsAcrossNodesPerRelease) {
+  // enqueue.cc/tuning.cc: NVLS AllReduce across nodes needs SHARP from 2.18 (2.17: one node
+  // only); AllGather/ReduceScatter stay on one node until 2.27, which adds SHARP with one NIC
+  // per GPU (not modelled, so still off, saying so).
+  NcclSystem s = across(h100(8), 2);
+  EXPECT_NE(nvls_why(CollectiveOp::allreduce, s, "2.30").find("needs SHARP"), std::string::npos);
+  s.collnet = true;
+  EXPECT_EQ(nvls_why(CollectiveOp::allreduce, s, "2.18"), "");
+  EXPECT_NE(nvls_why(CollectiveOp::allreduce, s, "2.17").find("one node only"), std::string::npos);
+  EXPECT_NE(nvls_why(CollectiveOp::allgather, s, "2.26").find("one node only before NCCL 2.27"), std::string::npos);
+  EXPECT_NE(nvls_why(CollectiveOp::allgather, s, "2.27").find("not modelled"), std::string::npos);
+  s.nics_per_node = 4;
+  EXPECT_NE(nvls_why(CollectiveOp::reduce_scatter, s, "2.30").find("one NIC per GPU"), std::string::npos);
+}
+
+TEST(NcclVersions, NvlsGpusPerNodeAndHeadsPerRelease) {
+  // nvls.cc: 2 GPUs suffice in 2.17 and from 2.28.7, 3 from 2.18 to 2.28.3.
+  EXPECT_EQ(nvls_why(CollectiveOp::allreduce, h100(2), "2.17"), "");
+  EXPECT_NE(nvls_why(CollectiveOp::allreduce, h100(2), "2.27").find("3+ GPUs"), std::string::npos);
+  EXPECT_EQ(nvls_why(CollectiveOp::allreduce, h100(2), "2.28"), "");
+  // A 72-GPU NVLink domain: 2.25+ cap the NVLS graph at 32 heads (NCCL_MAX_NVLS_ARITY) and
+  // run AllGather/ReduceScatter on it no longer; 2.24 tries one head per GPU.
+  const NcclSystem nvl72 = node(100, 72, 18 * 40.1, true);
+  EXPECT_EQ(search_graphs(nvl72, v("2.25").nvls_max_heads).nvls.channels, 32);
+  EXPECT_EQ(search_graphs(nvl72, v("2.24").nvls_max_heads).nvls.channels, 0);   // 72 heads fit no speed
+  EXPECT_NE(nvls_why(CollectiveOp::allgather, nvl72, "2.30").find("<= 32 GPUs"), std::string::npos);
+  EXPECT_EQ(nvls_why(CollectiveOp::allreduce, nvl72, "2.30"), "");
+}
+
+TEST(NcclVersions, NvlsChannelsPerRelease) {
+  // nvls.cc: 16 on sm90 always; sm100 32 from 2.25, 24 on one NVLink domain from 2.27.
+  EXPECT_EQ(nvls_channels(v("2.30"), h100(8)), 16);
+  const NcclSystem b200 = node(100, 8, 18 * 40.1, true);
+  EXPECT_EQ(nvls_channels(v("2.24"), b200), 16);
+  EXPECT_EQ(nvls_channels(v("2.25"), b200), 32);
+  EXPECT_EQ(nvls_channels(v("2.27"), b200), 24);
+  EXPECT_EQ(nvls_channels(v("2.27"), across(b200, 2)), 32);
+}
+
 TEST(NcclVersions, LL128OnByDefaultPerArchAndRelease) {
   // sm70 from 2.5, sm80 from 2.7, sm90 from 2.15, sm100 from 2.25, any sm70+ (sm86) from 2.27.
   auto ll128 = [](const NcclSystem& s, const char* version) {
@@ -734,7 +799,8 @@ TEST(NcclVersions, AlgorithmsAppearWithTheirReleases) {
   EXPECT_FALSE(enabled(CollectiveOp::allreduce, Algo::collnet_chain, "2.13"));
   EXPECT_TRUE(enabled(CollectiveOp::allreduce, Algo::collnet_chain, "2.14"));
   EXPECT_FALSE(enabled(CollectiveOp::allreduce, Algo::nvls, "2.16"));
-  EXPECT_TRUE(enabled(CollectiveOp::allreduce, Algo::nvls, "2.17"));
+  EXPECT_FALSE(enabled(CollectiveOp::allreduce, Algo::nvls, "2.17"));   // one node only (nvls.cc)
+  EXPECT_TRUE(enabled(CollectiveOp::allreduce, Algo::nvls, "2.18"));    // with SHARP
   EXPECT_FALSE(enabled(CollectiveOp::allreduce, Algo::nvls_tree, "2.17"));
   EXPECT_TRUE(enabled(CollectiveOp::allreduce, Algo::nvls_tree, "2.18"));
   EXPECT_FALSE(enabled(CollectiveOp::allgather, Algo::collnet_direct, "2.19"));
