@@ -164,9 +164,82 @@ class NodeBuilder {
     }
   }
 
+  // Peer-to-peer per GPU pair, as `nvidia-smi topo -p2p r` reports it: `disabled: all`, or a
+  // list of [A, B] entries turning it off between every GPU of A and every other GPU of B.
+  void add_p2p(const YAML::Node& section) {
+    const std::string path = "node.p2p.disabled";
+    reader_.check_keys(section, "node.p2p", {"disabled"});
+    const YAML::Node disabled = reader_.require(section, "node.p2p", "disabled");
+    const std::string fix = "write `disabled: all` or GPU pairs, e.g. `disabled: [[gpu0, gpu1], [\"gpu[0-3]\", "
+                            "\"gpu[4-7]\"]]` (names and ranges of GPU vertices)";
+    if (disabled.IsScalar() && disabled.Scalar() == "all") {
+      disable(node_.gpus, node_.gpus, path, disabled);
+    } else if (disabled.IsSequence()) {
+      for (std::size_t i = 0; i < disabled.size(); ++i) {
+        const YAML::Node entry = disabled[i];
+        const std::string at = path + "[" + std::to_string(i) + "]";
+        if (!entry.IsSequence() || entry.size() != 2) reader_.fail(at, entry, "expected two GPU names", fix);
+        disable(gpus(entry[0], at + "[0]"), gpus(entry[1], at + "[1]"), at, entry);
+      }
+    } else {
+      reader_.fail(path, disabled, "expected `all` or a list of GPU pairs", fix);
+    }
+    const bool has_cpu = std::any_of(node_.vertices.begin(), node_.vertices.end(),
+                                     [](const Vertex& v) { return v.kind == VertexKind::cpu; });
+    if (!node_.p2p_disabled.empty() && !has_cpu)
+      reader_.fail(path, disabled,
+                   "GPUs without peer-to-peer exchange data through host memory, and the node has no CPU",
+                   "add a vertex of kind cpu and link it to the GPUs' PCIe switches");
+  }
+
   NodeTemplate take() { return std::move(node_); }
 
  private:
+  // Turns P2P off between every GPU of `a` and every other GPU of `b`.
+  void disable(const std::vector<int>& a, const std::vector<int>& b, const std::string& path, const YAML::Node& at) {
+    bool any = false;
+    for (int x : a)
+      for (int y : b) {
+        if (x == y) continue;
+        any = true;
+        if (nvlink_joined(x, y))
+          reader_.fail(path, at, node_.vertices[x].name + " and " + node_.vertices[y].name +
+                                     " are joined by NVLink, and NCCL stops when P2P is off between NVLink-connected "
+                                     "GPUs (paths.cc ncclTopoCheckP2p: \"probably due to a hardware issue\")",
+                       "check the GPUs' NVLinks (nvidia-smi nvlink --status); list only pairs without NVLink");
+        const std::pair<int, int> pair = std::minmax(x, y);
+        if (std::find(node_.p2p_disabled.begin(), node_.p2p_disabled.end(), pair) == node_.p2p_disabled.end())
+          node_.p2p_disabled.push_back(pair);
+      }
+    if (!any) reader_.fail(path, at, "names no pair of two different GPUs", "name two GPUs, e.g. [gpu0, gpu1]");
+  }
+
+  std::vector<int> gpus(const YAML::Node& at, const std::string& path) const {
+    std::vector<int> ids = lookup(at, path);
+    for (int id : ids)
+      if (node_.vertices[id].kind != VertexKind::gpu)
+        reader_.fail(path, at, "'" + node_.vertices[id].name + "' is a " + to_string(node_.vertices[id].kind) +
+                                   ", and peer-to-peer is a property of GPU pairs",
+                     "name GPU vertices (a switch whose GPUs have no P2P: list its GPUs against each other)");
+    return ids;
+  }
+
+  // A direct NVLink, or NVLinks from both GPUs into one NVSwitch.
+  bool nvlink_joined(int a, int b) const {
+    std::vector<int> reach_a, reach_b;
+    for (const Link& link : node_.links) {
+      if (link.type != LinkType::nvlink) continue;
+      if (link.a == a || link.b == a) reach_a.push_back(link.a == a ? link.b : link.a);
+      if (link.a == b || link.b == b) reach_b.push_back(link.a == b ? link.b : link.a);
+    }
+    if (std::find(reach_a.begin(), reach_a.end(), b) != reach_a.end()) return true;
+    for (int v : reach_a)
+      if (node_.vertices[v].kind == VertexKind::nvswitch &&
+          std::find(reach_b.begin(), reach_b.end(), v) != reach_b.end())
+        return true;
+    return false;
+  }
+
   int add_vertex(Vertex v, const std::string& path, const YAML::Node& at) {
     if (ids_.count(v.name)) reader_.fail(path, at, "duplicate vertex name '" + v.name + "'", "give every vertex a unique name");
     const int id = static_cast<int>(node_.vertices.size());
@@ -203,11 +276,12 @@ class NodeBuilder {
 }  // namespace
 
 NodeTemplate read_node(const YamlReader& reader, const YAML::Node& node, const GpuModel& gpu) {
-  reader.check_keys(node, "node", {"vertices", "links", "nvswitch"});
+  reader.check_keys(node, "node", {"vertices", "links", "nvswitch", "p2p"});
   NodeBuilder builder(reader, gpu);
   builder.add_vertices(reader.require(node, "node", "vertices"));
   if (node["nvswitch"]) builder.add_nvswitch(node["nvswitch"]);
   if (node["links"]) builder.add_links(node["links"]);
+  if (node["p2p"]) builder.add_p2p(node["p2p"]);
   NodeTemplate result = builder.take();
   if (result.gpus.empty())
     reader.fail("node.vertices", node["vertices"], "the node has no GPU", "add a vertex with kind: gpu");

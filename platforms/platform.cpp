@@ -93,6 +93,10 @@ class TemplateRoutes {
     routes_.resize(static_cast<std::size_t>(n_) * n_);
     reachable_.assign(static_cast<std::size_t>(n_) * n_, false);
     for (int s = 0; s < n_; ++s) compute_from(s);
+    for (const auto& [a, b] : node.p2p_disabled) {
+      divert_through_host(a, b);
+      divert_through_host(b, a);
+    }
   }
 
   bool reachable(int a, int b) const { return reachable_[index(a, b)]; }
@@ -181,6 +185,24 @@ class TemplateRoutes {
     }
   }
 
+  // A GPU pair without peer-to-peer: NCCL diverts its path through the CPU nearest the
+  // destination (paths.cc ncclTopoComputePaths, "Divert all traffic through the CPU":
+  // addInterStep(CPU ncclGetLocalCpu(dst), src, dst)), so the route is the source's route up to
+  // that CPU and the CPU's route down to the destination, both halves charged. Without a CPU
+  // the pair has no route.
+  void divert_through_host(int from, int to) {
+    int cpu = -1;
+    for (int v = 0; v < n_; ++v)
+      if (node_.vertices[v].kind == VertexKind::cpu && reachable(from, v) && reachable(v, to) &&
+          (cpu < 0 || better(route(to, v), route(to, cpu))))
+        cpu = v;
+    reachable_[index(from, to)] = cpu >= 0;
+    if (cpu < 0) return;
+    Route diverted = route(from, cpu);
+    append(diverted, route(cpu, to));
+    routes_[index(from, to)] = std::move(diverted);
+  }
+
   const NodeTemplate& node_;
   int n_;
   std::vector<std::vector<Edge>> adjacency_;
@@ -189,6 +211,11 @@ class TemplateRoutes {
 };
 
 }  // namespace
+
+bool p2p_disabled(const NodeTemplate& node, int a, int b) {
+  const std::pair<int, int> pair = std::minmax(a, b);
+  return std::find(node.p2p_disabled.begin(), node.p2p_disabled.end(), pair) != node.p2p_disabled.end();
+}
 
 void append(Route& route, const Route& tail) {
   route.hops.insert(route.hops.end(), tail.hops.begin(), tail.hops.end());
@@ -339,11 +366,16 @@ Platform::Platform(std::string name, GpuModel gpu, NodeTemplate node, int nodes,
   impl_ = std::make_shared<Impl>(node_, nodes_, fabric_);
   // Every GPU must reach every other GPU of its node, and a NIC when there are other nodes.
   for (int a : node_.gpus) {
-    for (int b : node_.gpus)
-      if (!impl_->routes.reachable(a, b))
+    for (int b : node_.gpus) {
+      if (impl_->routes.reachable(a, b)) continue;
+      if (p2p_disabled(node_, a, b))
         fail("no route from " + node_.vertices[a].name + " to " + node_.vertices[b].name +
-                 " (GPUs do not forward traffic)",
-             "connect them through a switch, a CPU or a direct link");
+                 " through a CPU (their peer-to-peer is off, so their traffic goes through host memory)",
+             "link a vertex of kind cpu to both GPUs' PCIe switches");
+      fail("no route from " + node_.vertices[a].name + " to " + node_.vertices[b].name +
+               " (GPUs do not forward traffic)",
+           "connect them through a switch, a CPU or a direct link");
+    }
     if (nodes_ > 1 && impl_->nearest_nic[a] < 0)
       fail("no route from " + node_.vertices[a].name + " to any NIC", "link the NICs to the GPUs' PCIe switches or CPUs");
   }

@@ -12,6 +12,8 @@
 ///  - Routes never transit through a GPU (GPUs do not forward), prefer the widest path,
 ///    then the lowest latency, then the fewest hops; inter-node routes leave through the NIC
 ///    nearest to the source GPU and enter through the NIC nearest to the destination GPU.
+///  - A GPU pair without peer-to-peer (NodeTemplate::p2p_disabled) is routed through host
+///    memory: to the CPU nearest the destination, then down to it, as NCCL diverts it.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "platforms/calibration.hpp"
@@ -103,7 +106,13 @@ struct NodeTemplate {
   std::vector<Link> links;
   std::vector<int> gpus;       ///< vertex ids of GPUs, by local GPU index
   std::vector<int> nics;       ///< vertex ids of NICs, by NIC index (rail)
+  /// GPU vertex pairs (first < second) whose peer-to-peer is off (`nvidia-smi topo -p2p r` not
+  /// OK): their traffic goes through host memory instead of turning inside a shared switch.
+  std::vector<std::pair<int, int>> p2p_disabled;
 };
+
+/// @brief Whether GPU vertices `a` and `b` (node-local ids, either order) have peer-to-peer off.
+bool p2p_disabled(const NodeTemplate& node, int a, int b);
 
 enum class FabricKind { none, fat_tree, rail_optimized };
 const char* to_string(FabricKind kind);

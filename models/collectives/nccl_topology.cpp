@@ -53,24 +53,13 @@ double nccl_host_path_bw(const platforms::Platform& platform, const platforms::R
   return platform.cpu_vendor == "intel" ? bw * 5.0 / 6.0 : bw;
 }
 
-bool crosses_cpu(const platforms::Platform& platform, const platforms::Route& route) {
-  for (const platforms::Hop& hop : route.hops) {
-    const platforms::Link link = platform.link(hop.link);
-    if (platform.vertex(link.a).kind == platforms::VertexKind::cpu ||
-        platform.vertex(link.b).kind == platforms::VertexKind::cpu)
-      return true;
-  }
-  return false;
-}
-
 /// One route's bandwidth in NCCL's figures (GB/s).
 double nccl_route_bw(const platforms::Platform& platform, const platforms::Route& route) {
   const platforms::GpuModel& gpu = platform.gpu();
   const double bandwidth = nominal_route_bandwidth(platform, route);
   if (route.worst == platforms::LinkType::nvlink && gpu.nvlink_bandwidth_per_link > 0)
     return bandwidth / gpu.nvlink_bandwidth_per_link * nvlink_bw_per_link(gpu.sm_version);
-  if (route.worst == platforms::LinkType::pcie && crosses_cpu(platform, route))
-    return nccl_host_path_bw(platform, route);
+  if (path_type(platform, route) == PathType::phb) return nccl_host_path_bw(platform, route);
   return bandwidth / kGB * kNcclPciePerWire;
 }
 
@@ -105,6 +94,24 @@ NvlinkMesh nvlink_mesh(const CollectiveContext& ctx, const std::vector<int>& gro
 }
 
 }  // namespace
+
+PathType path_type(const platforms::Platform& platform, const platforms::Route& route) {
+  if (route.worst == platforms::LinkType::network) return PathType::net;
+  if (route.worst == platforms::LinkType::inter_socket) return PathType::sys;
+  std::set<int> switches;
+  bool cpu = false;
+  for (const platforms::Hop& hop : route.hops) {
+    const platforms::Link link = platform.link(hop.link);
+    for (const int v : {link.a, link.b}) {
+      const platforms::VertexKind kind = platform.vertex(v).kind;
+      cpu |= kind == platforms::VertexKind::cpu;
+      if (kind == platforms::VertexKind::pcie_switch) switches.insert(v);
+    }
+  }
+  if (cpu) return PathType::phb;
+  if (route.worst == platforms::LinkType::nvlink) return PathType::nvl;
+  return switches.size() > 1 ? PathType::pxb : PathType::pix;
+}
 
 int nvlink_count(const CollectiveContext& ctx, int a, int b) {
   const platforms::Route& route = ctx.platform.route(ctx.gpu_vertex(a), ctx.gpu_vertex(b));

@@ -15,6 +15,16 @@
 
 namespace stepsim::models::nccl {
 
+/// @brief NCCL's path types (topo.h PATH_*, in its order) that a stepsim route between two
+/// GPUs can have; NVB (NVLink through a GPU) is no route here (routes never transit GPUs).
+enum class PathType { nvl, pix, pxb, phb, sys, net };
+
+/// @brief NCCL's type of a GPU-to-GPU route (paths.cc): NVL when every hop is NVLink (an
+/// NVSwitch included); PIX through one PCIe switch, PXB through several; PHB through a CPU (a
+/// root complex, or a pair without peer-to-peer, which NCCL diverts through the CPU:
+/// platform.hpp); SYS across the inter-socket link; NET across the network.
+PathType path_type(const platforms::Platform& platform, const platforms::Route& route);
+
 /// @brief NcclSystem for `ctx`:
 ///  - sm, CPU vendor, NVLS (Platform::has_nvls and sm90+), CollNet (fabric().sharp);
 ///  - nodes and ranks per node of the allocation;
@@ -26,8 +36,9 @@ namespace stepsim::models::nccl {
 ///  - intra_bw: the narrowest hop of the node's ring (ring_order) in NCCL's figures: NVLink
 ///    routes as (route bandwidth / the GPU's per-link wire rate) x NCCL's per-link figure
 ///    (topo.h: 20.6 GB/s on sm90, ...), PCIe routes scaled like NCCL's Gen3 x16 = 12 GB/s
-///    against its 15.75 GB/s wire rate; PCIe routes through the host (P2P off) take NCCL's
-///    PHB figure: the narrowest full-duplex hop, less Intel's 6/5 P2P overhead;
+///    against its 15.75 GB/s wire rate (PIX/PXB: GPUs under a switch with P2P on); PHB
+///    routes (through the host: a root complex, or P2P off) take NCCL's PHB figure: the
+///    narrowest full-duplex hop, less Intel's 6/5 P2P overhead;
 ///  - the NICs per node and NCCL's NET bandwidth (port rate / 8 = the preset's figure).
 NcclSystem nccl_system(const CollectiveContext& ctx);
 

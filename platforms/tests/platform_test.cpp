@@ -141,6 +141,61 @@ TEST(PlatformRouting, DisconnectedGpuIsConfigError) {
   }
 }
 
+// gpu0 and gpu1 under one PCIe switch (20 GB/s ports, 0.5 us), its 16 GB/s uplink to cpu0;
+// cpu1 on the other socket, 10 GB/s and 1 us away from cpu0.
+NodeTemplate switch_node() {
+  NodeTemplate n;
+  int g0 = add_vertex(n, "gpu0", VertexKind::gpu), g1 = add_vertex(n, "gpu1", VertexKind::gpu);
+  int sw = add_vertex(n, "pcie_sw", VertexKind::pcie_switch);
+  int cpu0 = add_vertex(n, "cpu0", VertexKind::cpu), cpu1 = add_vertex(n, "cpu1", VertexKind::cpu);
+  add_link(n, g0, sw, LinkType::pcie, 20, 0.5);
+  add_link(n, g1, sw, LinkType::pcie, 20, 0.5);
+  add_link(n, sw, cpu0, LinkType::pcie, 16, 0.5);
+  add_link(n, cpu0, cpu1, LinkType::inter_socket, 10, 1);
+  return n;
+}
+
+TEST(PlatformRouting, PeerToPeerTurnsInsideTheSwitch) {
+  Platform p("t", {}, switch_node(), 1, {});
+  const Route& r = p.route(p.gpu_vertex(0), p.gpu_vertex(1));
+  ASSERT_EQ(r.hops.size(), 2u);
+  EXPECT_EQ(p.vertex(p.link(r.hops[0].link).b).kind, VertexKind::pcie_switch);
+  EXPECT_DOUBLE_EQ(r.bandwidth, 20e9);   // the uplink's 16 GB/s is not on the way
+  EXPECT_EQ(r.worst, LinkType::pcie);
+}
+
+TEST(PlatformRouting, WithoutPeerToPeerTrafficGoesThroughTheNearestCpu) {
+  NodeTemplate n = switch_node();
+  n.p2p_disabled = {{0, 1}};
+  Platform p("t", {}, n, 1, {});
+  for (const auto& [from, to] : {std::pair{0, 1}, std::pair{1, 0}}) {
+    const Route& r = p.route(p.gpu_vertex(from), p.gpu_vertex(to));
+    expect_consistent(p, p.gpu_vertex(from), p.gpu_vertex(to), r);
+    // GPU -> switch -> cpu0 -> switch -> GPU: up the uplink and back down it (cpu1 is farther).
+    ASSERT_EQ(r.hops.size(), 4u);
+    EXPECT_EQ(r.hops[1].link, r.hops[2].link);
+    EXPECT_TRUE(r.hops[1].forward);
+    EXPECT_FALSE(r.hops[2].forward);
+    EXPECT_EQ(p.vertex(p.link(r.hops[1].link).b).name, "cpu0");
+    EXPECT_DOUBLE_EQ(r.bandwidth, 16e9);
+    EXPECT_NEAR(r.latency, 2e-6, 1e-15);
+    EXPECT_EQ(r.worst, LinkType::pcie);
+  }
+  EXPECT_TRUE(p2p_disabled(p.node(), 1, 0));
+  EXPECT_FALSE(p2p_disabled(switch_node(), 0, 1));
+}
+
+TEST(PlatformRouting, WithoutPeerToPeerNorCpuIsConfigError) {
+  NodeTemplate n = small_node();
+  n.p2p_disabled = {{2, 3}};
+  try {
+    Platform p("no-host", {}, n, 1, {});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no route from gpu2 to gpu3 through a CPU"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PlatformRouting, MultiNodeNeedsFabric) {
   EXPECT_THROW(Platform("t", {}, small_node(), 2, {}), ConfigError);
 }

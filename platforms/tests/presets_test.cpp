@@ -14,7 +14,7 @@ TEST(Presets, AllLoadSingleAndMultiNode) {
   std::vector<std::string> names;
   for (const PresetInfo& info : presets) names.push_back(info.name);
   for (const char* required : {"dgx1-p100", "dgx1-v100", "dgx2", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200",
-                               "gb200-nvl72", "pcie-gen3-x2", "pcie-gen4-x8"})
+                               "gb200-nvl72", "pcie-gen3-x2", "pcie-gen4-x4", "pcie-gen4-x8"})
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
   EXPECT_EQ(std::find(names.begin(), names.end(), "gpus"), names.end()) << "catalogues are not platforms";
   for (const PresetInfo& info : presets) {
@@ -38,6 +38,7 @@ TEST(Presets, GpuCounts) {
   EXPECT_EQ(load_platform("dgx2").gpu_count(), 16);
   EXPECT_EQ(load_platform("gb200-nvl72").gpu_count(), 72);
   EXPECT_EQ(load_platform("pcie-gen3-x2").gpu_count(), 2);
+  EXPECT_EQ(load_platform("pcie-gen4-x4").gpu_count(), 4);
   EXPECT_EQ(load_platform("pcie-gen4-x8").gpu_count(), 8);
   EXPECT_EQ(load_platform("dgx-h100").gpu().name, "H100-SXM5-80GB");
 }
@@ -122,6 +123,36 @@ TEST(Presets, NoP2pPcieBouncesThroughHost) {
   EXPECT_DOUBLE_EQ(staging.two_way_bandwidth, 8.0e9);
   EXPECT_TRUE(p.link(r.hops[2].link).half_duplex);
   EXPECT_DOUBLE_EQ(r.bandwidth, 11.09e9);
+}
+
+TEST(Presets, P2pPcieTurnsInsideTheSwitch) {
+  Platform p = load_platform("pcie-gen4-x4");
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b) {
+      if (a == b) continue;
+      // GPU -> pcie_sw0 -> GPU on the Gen4 x16 wires; the uplink to the CPU carries nothing.
+      const Route& r = gpu_route(p, a, b);
+      ASSERT_EQ(r.hops.size(), 2u);
+      EXPECT_EQ(p.vertex(p.link(r.hops[0].link).b).name, "pcie_sw0");
+      EXPECT_DOUBLE_EQ(r.bandwidth, 31.5e9);
+      EXPECT_NEAR(r.latency, 1.0e-6, 1e-15);
+    }
+}
+
+TEST(Presets, P2pOffDivertsThroughTheHost) {
+  // The same box with P2P off (ACS, GeForce cards): every pair goes up the switch's uplink to
+  // cpu0 and back down it, so the four GPUs share its 31.5 GB/s each way.
+  PlatformOptions options;
+  options.overrides = {"node.p2p.disabled=all"};
+  Platform p = load_platform("pcie-gen4-x4", options);
+  const Route& r = gpu_route(p, 0, 1);
+  ASSERT_EQ(r.hops.size(), 4u);
+  const Link uplink = p.link(r.hops[1].link);
+  EXPECT_EQ(p.vertex(uplink.b).kind, VertexKind::cpu);
+  EXPECT_EQ(r.hops[2].link, r.hops[1].link);
+  EXPECT_NE(r.hops[2].forward, r.hops[1].forward);
+  EXPECT_NEAR(r.latency, 2.0e-6, 1e-15);
+  EXPECT_EQ(p.node().p2p_disabled.size(), 6u);
 }
 
 TEST(Presets, OverridesSwapGpuAndNic) {

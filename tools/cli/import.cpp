@@ -1,5 +1,7 @@
 // `stepsim import KIND ...`: external data as stepsim files.
-//   nvidia-smi-topo FILE -o platform.yaml      describe your own server from `nvidia-smi topo -m`
+//   nvidia-smi-topo FILE [--p2p FILE...] -o platform.yaml
+//                                              describe your own server from `nvidia-smi topo -m`
+//                                              (and `nvidia-smi topo -p2p r`/`w`)
 //   nccl-tests LOG... -o FILE|DIR              nccl-tests logs as collective measurements
 //   kineto TRACE... -o FILE [--as workload]    a PyTorch profiler trace as measurements or a workload
 #include <filesystem>
@@ -20,6 +22,7 @@ namespace {
 
 struct TopoArgs {
   std::string input;
+  std::vector<std::string> p2p;
   std::string output;
   std::string gpu_model = "H100-SXM5-80GB";
 };
@@ -41,7 +44,9 @@ struct KinetoArgs {
 
 int run_topo(const TopoArgs& args) {
   const std::string text = platforms::read_text_file(args.input);
-  const std::string yaml = platforms::import_nvidia_smi_topo(text, args.input, args.gpu_model);
+  std::vector<platforms::P2pText> p2p;
+  for (const std::string& path : args.p2p) p2p.push_back({platforms::read_text_file(path), path});
+  const std::string yaml = platforms::import_nvidia_smi_topo(text, args.input, args.gpu_model, p2p);
   // Prove the result loads before writing it, so a user never gets a file stepsim rejects.
   platforms::parse_platform(yaml, args.output.empty() ? "<stdout>" : args.output);
   if (args.output.empty() || args.output == "-") {
@@ -123,7 +128,14 @@ Action add_import_command(CLI::App& command) {
 
   auto topo = std::make_shared<TopoArgs>();
   CLI::App* topo_cmd = command.add_subcommand("nvidia-smi-topo", "A platform YAML from the output of `nvidia-smi topo -m`");
-  topo_cmd->add_option("file", topo->input, "Input file (output of `nvidia-smi topo -m`)")->required();
+  topo_cmd->add_option("file", topo->input,
+                       "Input file (output of `nvidia-smi topo -m`, optionally followed by `nvidia-smi topo -p2p r`)")
+      ->required();
+  topo_cmd->add_option("--p2p", topo->p2p,
+                       "Output of `nvidia-smi topo -p2p r` (repeat for -p2p w): GPU pairs not OK have no peer-to-peer")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   topo_cmd->add_option("-o,--output", topo->output, "Output platform YAML (default stdout)");
   topo_cmd->add_option("--gpu-model", topo->gpu_model, "GPU model of the server (see platforms/presets/gpus.yaml)");
 

@@ -188,7 +188,7 @@ TEST(CliPresets, ListsEveryRequiredPreset) {
   RunResult r = run_stepsim({"presets"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* name : {"dgx1-p100", "dgx1-v100", "dgx2", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200",
-                           "gb200-nvl72", "pcie-gen3-x2", "pcie-gen4-x8"})
+                           "gb200-nvl72", "pcie-gen3-x2", "pcie-gen4-x4", "pcie-gen4-x8"})
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
 }
 
@@ -216,6 +216,20 @@ TEST(CliImport, NvidiaSmiTopoOfADgx1vPredictsLikeThePreset) {
   ASSERT_EQ(from_import.exit_code, 0) << from_import.err;
   ASSERT_EQ(from_preset.exit_code, 0) << from_preset.err;
   EXPECT_EQ(nlohmann::json::parse(from_import.out)["time_s"], nlohmann::json::parse(from_preset.out)["time_s"]);
+}
+
+TEST(CliImport, NvidiaSmiTopoReadsP2pFiles) {
+  const std::string fixtures = std::string(STEPSIM_SOURCE_ROOT) + "/platforms/tests/";
+  RunResult ok = run_stepsim({"import", "nvidia-smi-topo", fixtures + "hgx_h100_topo.txt", "--p2p",
+                              fixtures + "h100_p2p_r.txt", "--p2p", fixtures + "h100_p2p_r.txt"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("every GPU pair OK"), std::string::npos) << ok.out;
+  // A -p2p file of another machine: exit 2, naming the file.
+  RunResult bad = run_stepsim({"import", "nvidia-smi-topo", fixtures + "hgx_h100_topo.txt", "--p2p",
+                               fixtures + "l4_p2p_r.txt"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("l4_p2p_r.txt: the P2P matrix has 2 GPUs, the topology matrix 8"), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace
