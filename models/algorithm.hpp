@@ -39,6 +39,9 @@ struct AlgorithmOptions {
   Bytes chunk_bytes = 0;       ///< pipeline chunk size for trees and pipelined schedules
   std::map<std::string, std::string> extra;   ///< algorithm-specific (e.g. nccl proto=LL128)
   CompressionOptions compression;
+  /// Price the schedule alone: no kernel launch, per-step synchronisation or protocol
+  /// (primitives_runtime.hpp). A lower bound for analysis; NCCL's lowering ignores it.
+  bool ideal_runtime = false;
   bool operator==(const AlgorithmOptions&) const = default;
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "models/schedule_clock.hpp"
 #include "platforms/config_error.hpp"
 
 namespace stepsim::models::lowering {
@@ -199,6 +200,30 @@ void append_chains(Schedule& s, const std::vector<std::vector<int>>& chains, Com
 
 void append_channel_chains(Schedule& s, const std::vector<std::vector<int>>& channel_chains, Combine combine) {
   append_pipelines(s, channel_chains, one_channel_each(channel_chains.size()), combine);
+}
+
+int endpoint_vertex(const Schedule& s, const CollectiveContext& ctx, int endpoint) {
+  return endpoint < s.spec.ranks ? ctx.gpu_vertex(endpoint)
+                                 : s.switch_vertices.at(static_cast<std::size_t>(endpoint - s.spec.ranks));
+}
+
+Seconds uncontended_makespan(const Schedule& s, const CollectiveContext& ctx,
+                             const std::function<Seconds(const Step&)>& busy) {
+  ScheduleClock clock(s.pairs(), 0, 0);
+  for (const Round& round : s.rounds) {
+    std::vector<TimedStep> steps;
+    steps.reserve(round.steps.size());
+    for (const Step& step : round.steps) {
+      const int src = s.pair_of(step.src, step.channel, step.src_lane);
+      const int dst = s.pair_of(step.dst, step.channel, step.dst_lane);
+      const Seconds latency =
+          step.is_codec() ? 0
+                          : ctx.platform.route(endpoint_vertex(s, ctx, step.src), endpoint_vertex(s, ctx, step.dst)).latency;
+      steps.push_back({src, dst, busy(step), latency});
+    }
+    clock.run_round(steps, round.repeat);
+  }
+  return clock.makespan();
 }
 
 }  // namespace stepsim::models::lowering

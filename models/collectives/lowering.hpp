@@ -89,4 +89,13 @@ void append_chains(Schedule& s, const std::vector<std::vector<int>>& chains, Com
 /// channel, e.g. each channel's ring cut at the root).
 void append_channel_chains(Schedule& s, const std::vector<std::vector<int>>& channel_chains, Combine combine);
 
+/// @brief The platform vertex of a schedule endpoint: a rank's GPU or a switch vertex.
+int endpoint_vertex(const Schedule& s, const CollectiveContext& ctx, int endpoint);
+
+/// @brief The schedule's makespan on an uncontended platform: every step runs through the
+/// dependency clock (models/schedule_clock.hpp, no credits) occupying its sender `busy(step)`
+/// and arriving its route's latency later (codec steps: no latency).
+Seconds uncontended_makespan(const Schedule& s, const CollectiveContext& ctx,
+                             const std::function<Seconds(const Step&)>& busy);
+
 }  // namespace stepsim::models::lowering

@@ -38,7 +38,6 @@
 #include "models/collectives/nccl_topology.hpp"
 #include "models/collectives/nccl_tuning.hpp"
 #include "models/collectives/nccl_versions.hpp"
-#include "models/schedule_clock.hpp"
 #include "platforms/config_error.hpp"
 
 namespace stepsim::models {
@@ -148,47 +147,13 @@ double nvls_hardware_bound(const CollectiveSpec& spec, const nccl::NcclSystem& s
   return nccl::nccl_tune(spec.op, spec.bytes, sys, same, nccl::head_version()).choice.alg_bw / channels;
 }
 
-double wire_efficiency(Proto p) {
-  switch (p) {
-    case Proto::ll: return 8.0 / 16.0;        // 8 B data + 8 B flag per 16 B line
-    case Proto::ll128: return 120.0 / 128.0;  // 120 B data + 8 B flag per 128 B line
-    case Proto::simple: return 1.0;
-  }
-  return 1.0;
-}
-
-int endpoint_vertex(const Schedule& s, const CollectiveContext& ctx, int endpoint) {
-  return endpoint < s.spec.ranks ? ctx.gpu_vertex(endpoint)
-                                 : s.switch_vertices.at(static_cast<std::size_t>(endpoint - s.spec.ranks));
-}
-
-/// Latency the engines charge on the critical path beyond NCCL's bandwidth term: the
-/// schedule's makespan when every transfer moves no bytes (models/schedule_clock.hpp), so a
-/// pipeline pays each hop's latency once, as NCCL's per-hop latency terms do. For a fluid
-/// pipeline (`fluid`: LL / LL128, whose lines are forwarded as they land) it is the uncontended
-/// makespan at the per-step cap less one chunk stream's transmission: the chunked schedule's
-/// fill stands for the per-hop forwarding NCCL's hop latencies already charge.
 Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx, bool fluid) {
   const double cap = s.protocol.per_step_bandwidth_cap;
-  const auto busy = [&](const Step& step) {
+  const Seconds makespan = lowering::uncontended_makespan(s, ctx, [&](const Step& step) {
     return fluid ? s.protocol.step_latency + step.wire_bytes / cap : 0.0;
-  };
-  ScheduleClock clock(s.pairs(), 0, 0);
-  for (const Round& round : s.rounds) {
-    std::vector<TimedStep> steps;
-    steps.reserve(round.steps.size());
-    for (const Step& step : round.steps) {
-      const int src = s.pair_of(step.src, step.channel, step.src_lane);
-      const int dst = s.pair_of(step.dst, step.channel, step.dst_lane);
-      const Seconds latency =
-          step.is_codec() ? 0
-                          : ctx.platform.route(endpoint_vertex(s, ctx, step.src), endpoint_vertex(s, ctx, step.dst)).latency;
-      steps.push_back({src, dst, busy(step), latency});
-    }
-    clock.run_round(steps, round.repeat);
-  }
+  });
   const Seconds stream = fluid ? s.num_blocks * (s.protocol.step_latency + s.piece_bytes() / cap) : 0.0;
-  return std::max(0.0, clock.makespan() - stream);
+  return std::max(0.0, makespan - stream);
 }
 
 /// Expanded transfers a fluid pipeline's chunks may add up to (about two per rank, channel
@@ -323,7 +288,7 @@ class Nccl : public Algorithm {
                                                                  : nccl::to_string(e.algo);
     const double achieved = fitted.efficiency_scale * calibration.algorithm_efficiency_scale(algo_key);
     s.protocol.name = nccl::to_string(e.proto);
-    s.protocol.efficiency = wire_efficiency(e.proto) * achieved;
+    s.protocol.efficiency = nccl::wire_efficiency(e.proto) * achieved;
     s.protocol.step_latency = nccl::handovers_per_step(spec.op, e.algo, e.proto, spec.bytes, sys, channels) *
                               nccl::handover_us(e.algo, e.proto, sys.sm) * 1e-6;
     s.protocol.per_step_bandwidth_cap = per_channel * kGB * achieved;

@@ -86,6 +86,15 @@ const char* to_string(Algo algo) {
   return "?";
 }
 
+double wire_efficiency(Proto proto) {
+  switch (proto) {
+    case Proto::ll: return 8.0 / 16.0;
+    case Proto::ll128: return 120.0 / 128.0;
+    case Proto::simple: return 1.0;
+  }
+  return 1.0;
+}
+
 const char* to_string(Proto proto) {
   switch (proto) {
     case Proto::ll: return "LL";

@@ -26,6 +26,9 @@ constexpr int kProtos = 3;
 
 const char* to_string(Algo algo);
 const char* to_string(Proto proto);
+/// @brief Data bytes per wire byte of a protocol (device.h): LL carries 8 B of data per
+/// 16 B line, LL128 120 B per 128 B line, Simple all.
+double wire_efficiency(Proto proto);
 /// @brief Parses ring|tree|nvls|nvls_tree|nvlstree|collnet|collnet_direct|collnet_chain
 /// (case-insensitive); throws ConfigError naming `algo=` otherwise.
 Algo parse_algo(const std::string& text);

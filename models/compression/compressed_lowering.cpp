@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "models/collectives/lowering.hpp"
+#include "models/collectives/primitives_runtime.hpp"
 #include "models/compression/compressed_schedules.hpp"
 #include "platforms/config_error.hpp"
 
@@ -29,21 +30,8 @@ Schedule with_error_note(Schedule s, const Codec& codec) {
   return s;
 }
 
-}  // namespace
-
-std::string compression_unsupported(const CompressionOptions& compression, const std::string& algorithm,
-                                    CollectiveOp op) {
-  if (compression.codec.empty() || compression.mode == CompressionMode::p2p) return "";
-  if (algorithm != "ring")
-    return "collective-level compression is Zhou et al.'s compressed ring; '" + algorithm + "' has no compressed form";
-  if (op != CollectiveOp::allgather && op != CollectiveOp::reduce_scatter && op != CollectiveOp::allreduce)
-    return std::string("collective-level compression covers allgather, reduce_scatter and allreduce, not ") +
-           to_string(op);
-  return "";
-}
-
-Schedule lower_collective(const std::string& name, const Algorithm& algorithm, const CollectiveSpec& spec,
-                          const CollectiveContext& ctx) {
+Schedule lower_uncosted(const std::string& name, const Algorithm& algorithm, const CollectiveSpec& spec,
+                        const CollectiveContext& ctx) {
   const CompressionOptions& asked = ctx.options.compression;
   if (asked.codec.empty()) return algorithm.lower(spec, ctx);
   const std::unique_ptr<Codec> codec = parse_codec(asked.codec, "--compression");
@@ -61,6 +49,26 @@ Schedule lower_collective(const std::string& name, const Algorithm& algorithm, c
                       "use --compression-mode p2p");
   lowering::require(algorithm, name, spec, ctx);
   return with_error_note(compressed_ring(spec, ctx, *codec), *codec);
+}
+
+}  // namespace
+
+std::string compression_unsupported(const CompressionOptions& compression, const std::string& algorithm,
+                                    CollectiveOp op) {
+  if (compression.codec.empty() || compression.mode == CompressionMode::p2p) return "";
+  if (algorithm != "ring")
+    return "collective-level compression is Zhou et al.'s compressed ring; '" + algorithm + "' has no compressed form";
+  if (op != CollectiveOp::allgather && op != CollectiveOp::reduce_scatter && op != CollectiveOp::allreduce)
+    return std::string("collective-level compression covers allgather, reduce_scatter and allreduce, not ") +
+           to_string(op);
+  return "";
+}
+
+Schedule lower_collective(const std::string& name, const Algorithm& algorithm, const CollectiveSpec& spec,
+                          const CollectiveContext& ctx) {
+  Schedule s = lower_uncosted(name, algorithm, spec, ctx);
+  apply_primitives_runtime(s, ctx);
+  return s;
 }
 
 void price_codec_steps(Schedule& schedule, const Codec& codec, const platforms::GpuModel& gpu) {

@@ -22,7 +22,9 @@ constexpr Bytes kCompressedChunkBytes = 4.0 * 1024 * 1024;
 
 /// @brief `algorithm`'s schedule for `spec`, with ctx.options.compression applied: none, the
 /// algorithm's own schedule; p2p, compress_transfers of it; collective, compressed_ring (only
-/// for the ring algorithm, `name` "ring", and allgather / reduce-scatter / allreduce). Throws
+/// for the ring algorithm, `name` "ring", and allgather / reduce-scatter / allreduce); then
+/// priced as kernels on NCCL's primitives where the algorithm set no protocol of its own
+/// (apply_primitives_runtime, models/collectives/primitives_runtime.hpp). Throws
 /// ConfigError naming --compression / --compression-mode for a bad codec or combination.
 Schedule lower_collective(const std::string& name, const Algorithm& algorithm, const CollectiveSpec& spec,
                           const CollectiveContext& ctx);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "models/algorithm.hpp"
+#include "models/compression/compressed_schedules.hpp"
 #include "platforms/loader.hpp"
 #include "sim/tests/fixtures.hpp"
 
@@ -23,6 +24,24 @@ void expect_agreement(const models::Schedule& schedule, const platforms::Platfor
     EXPECT_EQ(event.link_usage[i].bytes_forward, analytical.link_usage[i].bytes_forward);
     EXPECT_EQ(event.link_usage[i].bytes_backward, analytical.link_usage[i].bytes_backward);
   }
+}
+
+TEST(Agreement, NonNcclAlgorithmsOnNcclPrimitives) {
+  // The runtime's launch, per-step handover and protocol efficiency on both engines.
+  const platforms::Platform platform = platforms::load_platform("dgx-h100");
+  const platforms::Allocation allocation = first_gpus(8);
+  for (const char* algo : {"ring", "tree", "rhd"})
+    for (Bytes bytes : {4096.0, 64.0 * 1024 * 1024}) {
+      const models::CollectiveContext ctx{platform, allocation, {}};
+      const models::CollectiveSpec spec{models::CollectiveOp::allreduce, 8, bytes, 0};
+      const models::Schedule s =
+          models::lower_collective(algo, *models::AlgorithmRegistry::instance().get(algo).make(), spec, ctx);
+      ASSERT_NE(s.protocol.name, "ideal");
+      const auto analytical = run_engine("analytical", s, platform, allocation);
+      const auto event = run_engine("event", s, platform, allocation);
+      EXPECT_NEAR(event.time, analytical.time, 0.02 * analytical.time) << algo << " " << bytes;
+      EXPECT_GE(analytical.time, s.launch_latency);
+    }
 }
 
 TEST(Agreement, RingAllgatherOnNvswitch) {

@@ -44,6 +44,7 @@ Priced run(models::CollectiveOp op, int n, Bytes bytes, BytesPerSecond beta, con
   const platforms::Allocation allocation = first_gpus(n);
   models::AlgorithmOptions options;
   options.chunk_bytes = chunk;
+  options.ideal_runtime = true;   // Zhou et al.'s closed forms price the schedule alone
   if (!mode.empty()) {
     options.compression.codec = "zfp:rate=8";
     options.compression.mode = mode == "p2p" ? models::CompressionMode::p2p : models::CompressionMode::collective;

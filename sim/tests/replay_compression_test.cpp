@@ -55,6 +55,7 @@ Seconds compressed_allgather(int n, Bytes s) {
 /// Issues a ring allgather of `bytes` on one channel, compressed with `mode` ("" = raw).
 void allgather(TraceBuilder& b, int rank, const std::string& name, Bytes bytes, const std::string& mode) {
   b.collective(rank, "comm", name, CollectiveOp::allgather, bytes, "ring", 0, 1);
+  b.trace().collectives.back().options.ideal_runtime = true;   // the closed forms price the schedule alone
   if (mode.empty()) return;
   models::CompressionOptions& compression = b.trace().collectives.back().options.compression;
   compression.codec = kCodec;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/algorithm.hpp"
+#include "models/compression/compressed_schedules.hpp"
 #include "platforms/config_error.hpp"
 #include "platforms/loader.hpp"
 #include "sim/analytical.hpp"
@@ -47,7 +48,8 @@ class InterferenceTest : public ::testing::Test {
     options.channels = channels;
     const models::CollectiveSpec spec{CollectiveOp::allreduce, 2, bytes, 0};
     const models::Schedule schedule =
-        models::AlgorithmRegistry::instance().get("ring").make()->lower(spec, {platform_, allocation, options});
+        models::lower_collective("ring", *models::AlgorithmRegistry::instance().get("ring").make(), spec,
+                                 {platform_, allocation, options});
     EXPECT_EQ(schedule.channels, channels);
     return AnalyticalEngine().run(schedule, Placement{platform_, allocation}).rank_finish;
   }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/algorithm.hpp"
+#include "models/compression/compressed_schedules.hpp"
 #include "platforms/config_error.hpp"
 #include "platforms/loader.hpp"
 #include "sim/analytical.hpp"
@@ -46,7 +47,8 @@ class ReplayTest : public ::testing::Test {
     for (int g = 0; g < ranks; ++g) allocation.gpus.push_back(g);
     const models::CollectiveSpec spec{op, ranks, bytes, 0};
     const models::CollectiveContext context{platform_, allocation, {}};
-    return models::AlgorithmRegistry::instance().get(algorithm).make()->lower(spec, context);
+    // The entry point the replay lowers through (kernels on NCCL's primitives included).
+    return models::lower_collective(algorithm, *models::AlgorithmRegistry::instance().get(algorithm).make(), spec, context);
   }
 
   /// Per member: when it finishes the collective, from its start (the analytical engine).

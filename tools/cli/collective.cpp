@@ -28,6 +28,7 @@ struct CollectiveArgs {
   std::string chunk;
   std::vector<std::string> algo_params;
   bool check = false;
+  std::string runtime = "primitives";
   std::string compression;
   std::string compression_mode;
   std::string compression_threshold;
@@ -57,6 +58,7 @@ models::AlgorithmOptions algorithm_options(const CollectiveArgs& args) {
   }
   sim::add_algo_params(args.algo_params, options);
   compression_options(args, options);
+  options.ideal_runtime = args.runtime == "ideal";
   return options;
 }
 
@@ -159,6 +161,10 @@ Action add_collective_command(CLI::App& command) {
   command.add_option("--chunk", args->chunk, "Pipeline chunk size for tree algorithms");
   command.add_option("--algo-param", args->algo_params, "Algorithm-specific key=value, e.g. proto=LL128");
   command.add_flag("--check", args->check, "Prove the schedule's data movement before running it");
+  command.add_option("--runtime", args->runtime,
+                     "primitives: non-NCCL algorithms run as kernels on NCCL's primitives (launch, per-step "
+                     "sync, LL/LL128/Simple by size; default); ideal: the schedule alone, a lower bound")
+      ->check(CLI::IsMember({"primitives", "ideal"}));
   std::string codecs;
   for (const models::CodecInfo* info : models::CodecRegistry::instance().all()) {
     codecs += "\n    " + info->name + ": " + info->description;

@@ -112,6 +112,10 @@ std::vector<std::string> PointEvaluator::collective(const Settings& settings) {
   options.channels = get_int(settings, "channels", 0, 0);
   if (settings.count("chunk")) options.chunk_bytes = get_size(settings, "chunk");
   sim::add_algo_params(assignments(settings, "algo_param."), options);
+  const std::string runtime = get(settings, "runtime", "primitives");
+  if (runtime != "primitives" && runtime != "ideal")
+    throw ConfigError("runtime", "unknown runtime '" + runtime + "'", "use primitives or ideal");
+  options.ideal_runtime = runtime == "ideal";
   const std::string codec = get(settings, "compression");
   if (!codec.empty()) {
     models::parse_codec(codec, "compression");

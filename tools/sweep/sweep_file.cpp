@@ -21,7 +21,8 @@ constexpr double kMaxPoints = 1e7;
 
 const std::vector<std::string> kCollectiveFields = {
     "platform", "op",       "size",  "algo",        "gpus",        "nodes",           "fabric",
-    "engine",   "root",     "channels", "chunk", "compression", "compression_mode", "compression_threshold"};
+    "engine",   "root",     "channels", "chunk", "compression", "compression_mode", "compression_threshold",
+    "runtime"};
 const std::vector<std::string> kSimulateFields = {"platform", "workload", "gpus", "nodes", "fabric", "engine"};
 
 std::vector<std::string> required_fields(SweepKind kind) {

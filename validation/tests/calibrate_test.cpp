@@ -17,7 +17,11 @@ namespace {
 // 1 us + (S / 2) / (scale x 100 GB/s).
 const std::string kPlatform = std::string(STEPSIM_VALIDATION_FIXTURES) + "/validate_two_gpus.yaml";
 
-double ring_allgather_s(double bytes, double bandwidth_scale) { return 1e-6 + bytes / 2 / (bandwidth_scale * 100e9); }
+// One ring step of half the bytes over the 1 us link, as a Simple kernel on NCCL's
+// primitives: launch 8.4 us and 3.4 - 0.6 us of handover (models/collectives/primitives_runtime.hpp).
+double ring_allgather_s(double bytes, double bandwidth_scale) {
+  return 8.4e-6 + 2.8e-6 + 1e-6 + bytes / 2 / (bandwidth_scale * 100e9);
+}
 
 MeasurementFile allgathers(const std::vector<double>& sizes, const std::vector<double>& times) {
   MeasurementFile f;
@@ -56,7 +60,7 @@ TEST(Calibrate, RecoversTheLinkBandwidthAndValidatesOnTheHeldOutSizes) {
   const FittedParameter& nvlink = parameter(out, "links.nvlink.bandwidth_scale");
   ASSERT_TRUE(nvlink.determined);
   EXPECT_NEAR(nvlink.value, 0.8, 1e-4);
-  // The ring runs no NCCL protocol: those factors move no case and are kept, with no data.
+  // The calibrated protocol factors are NCCL's lowering's: they move no ring case and are kept.
   const FittedParameter& simple = parameter(out, "protocols.Simple.efficiency_scale");
   EXPECT_FALSE(simple.determined);
   EXPECT_EQ(simple.dropped_error, 0.0);
@@ -67,7 +71,9 @@ TEST(Calibrate, RecoversTheLinkBandwidthAndValidatesOnTheHeldOutSizes) {
   EXPECT_EQ(out.holdout.cases, 3);
   ASSERT_EQ(out.fitted.size(), 1u);
   EXPECT_EQ(out.fitted[0].cases, (std::vector<int>{0, 2, 4}));
-  EXPECT_NEAR(out.holdout.before, 0.25, 0.01) << "the preset's 100 GB/s is 1/0.8 too fast at large sizes";
+  // Held out 4 MiB, 64 MiB, 1 GiB: the preset's 100 GB/s is 1/0.8 too fast, diluted at 4 MiB
+  // by the fixed 12.2 us: ratios 1.157, 1.241, 1.250, geomean 21.5 %.
+  EXPECT_NEAR(out.holdout.before, 0.215, 0.002);
   EXPECT_LT(out.holdout.after, 1e-4);
 
   // The written platform carries the factor; validate with it scores only the held-out cases,
