@@ -53,11 +53,6 @@ double Calibration::algorithm_efficiency_scale(const std::string& algo) const {
   return it == algorithms.end() ? 1.0 : it->second;
 }
 
-double Calibration::link_bandwidth_scale(const std::string& type) const {
-  auto it = links.find(type);
-  return it == links.end() ? 1.0 : it->second.bandwidth_scale;
-}
-
 const ProtocolCalibration& Calibration::protocol(const std::string& name) const {
   static const ProtocolCalibration identity;
   auto it = protocols.find(name);
@@ -134,14 +129,13 @@ void apply_link_calibration(const Calibration& calibration, NodeTemplate& node, 
   for (Link& link : node.links) {
     auto it = calibration.links.find(to_string(link.type));
     if (it == calibration.links.end()) continue;
-    link.bandwidth *= it->second.bandwidth_scale;
-    link.two_way_bandwidth *= it->second.bandwidth_scale;
+    link.achieved_fraction *= it->second.bandwidth_scale;
     link.latency *= it->second.latency_scale;
   }
   // The fabric's links are built from the NIC figures: scaling those scales every network link.
   auto net = calibration.links.find("network");
   if (net != calibration.links.end()) {
-    fabric.nic_bandwidth *= net->second.bandwidth_scale;
+    fabric.nic_achieved_fraction *= net->second.bandwidth_scale;
     fabric.nic_latency *= net->second.latency_scale;
     fabric.switch_latency *= net->second.latency_scale;
   }

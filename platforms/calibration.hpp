@@ -3,7 +3,7 @@
 /// measurement files, applied on top of the preset's cited figures.
 ///
 /// Contract: every factor is a positive multiplier of a figure the model already has (a
-/// link's bandwidth or latency, an NCCL protocol's wire efficiency or latency estimate) or a
+/// link's achieved fraction or latency, an NCCL protocol's wire efficiency or latency estimate) or a
 /// GEMM efficiency replacing the architecture's table value, so an absent section leaves the
 /// model exactly as the preset states it. `fitted` lists the measurement cases the factors
 /// were fitted on, so `stepsim validate` can keep them out of its error figures.
@@ -20,8 +20,9 @@ struct NodeTemplate;
 struct Fabric;
 
 struct LinkCalibration {
-  /// What the wire achieves of its datasheet rate; NCCL's graph search still reads the
-  /// datasheet figure, as the library detects link counts and port rates (nccl_topology.cpp).
+  /// Multiplies the achieved fraction of every link of the type (Link::achieved_fraction), never
+  /// its datasheet figure, which NCCL's graph search reads as the library detects link counts and
+  /// port rates (nccl_topology.cpp).
   double bandwidth_scale = 1;
   double latency_scale = 1;
 };
@@ -50,8 +51,6 @@ struct Calibration {
 
   const ProtocolCalibration& protocol(const std::string& name) const;
   double algorithm_efficiency_scale(const std::string& algo) const;
-  /// @brief The bandwidth factor of link type `type` (nvlink pcie inter_socket network), 1 if none.
-  double link_bandwidth_scale(const std::string& type) const;
   /// @brief True when `file`'s case `index` was used to fit this calibration.
   bool was_fitted(const std::string& file, int index) const;
 };
@@ -59,8 +58,8 @@ struct Calibration {
 /// @brief Reads the `calibration` section at `path` (ConfigError on unknown keys, factors <= 0).
 Calibration read_calibration(const YamlReader& reader, const YAML::Node& section, const std::string& path);
 
-/// @brief Multiplies the bandwidth and latency of every link of a calibrated type, and the
-/// fabric's NIC figures for `network`.
+/// @brief Multiplies the achieved fraction and the latency of every link of a calibrated type,
+/// and the fabric's NIC fraction and latencies for `network`; datasheet figures stay as rated.
 void apply_link_calibration(const Calibration& calibration, NodeTemplate& node, Fabric& fabric);
 
 /// @brief Protocol names accepted under `calibration.protocols`.

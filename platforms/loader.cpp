@@ -46,13 +46,64 @@ GpuModel read_gpu(const YamlReader& reader, const YAML::Node& section) {
   return gpu;
 }
 
+// A leaf with one uplink among 64 ports (the port count of an NDR leaf, NVIDIA Quantum-2 QM9700
+// datasheet: 64 ports of 400 Gb/s) is tapered 63:1; a ratio above 64 is taken for a slip (a
+// percentage, a bandwidth) rather than a fabric.
+constexpr double kMaxOversubscription = 64;
+
+// A leaf's down-port bandwidth over its uplink bandwidth, written `2` or `2:1`.
+double read_oversubscription(const YamlReader& reader, const YAML::Node& node, const std::string& path) {
+  const std::string text = reader.get_string(node, path);
+  const std::string fix = "write the leaves' down:up bandwidth ratio, e.g. 2 or 2:1 (1 = non-blocking)";
+  double ratio = 0;
+  try {
+    const std::size_t colon = text.find(':');
+    std::size_t used = 0;
+    const std::string down = text.substr(0, colon);
+    ratio = std::stod(down, &used);
+    if (used != down.size()) throw std::invalid_argument(text);
+    if (colon != std::string::npos) {
+      const std::string up = text.substr(colon + 1);
+      ratio /= std::stod(up, &used);
+      if (used != up.size()) throw std::invalid_argument(text);
+    }
+  } catch (const std::exception&) {
+    reader.fail(path, node, "'" + text + "' is not a ratio", fix);
+  }
+  if (!(ratio >= 1))
+    reader.fail(path, node, "'" + text + "' is below 1: a leaf never sends up more than its down ports bring in", fix);
+  if (!(ratio <= kMaxOversubscription))
+    reader.fail(path, node, fmt::format("'{}' is above {:g}:1, more than a 64-port leaf with one uplink", text, kMaxOversubscription),
+                fix);
+  return ratio;
+}
+
+// Leaves and spine: the taper, the nodes per leaf, and NCCL's PXN. A tapered fat tree needs
+// leaves to taper: with every node under one leaf nothing would cross the spine.
+void read_fabric_tiers(const YamlReader& reader, const YAML::Node& fields, int nodes, Fabric& fabric) {
+  const std::string path = "fabric";
+  const YAML::Node ratio = fields["oversubscription"];
+  const YAML::Node per_leaf = fields["nodes_per_leaf"];
+  if (ratio) fabric.oversubscription = read_oversubscription(reader, ratio, path + ".oversubscription");
+  if (per_leaf) fabric.nodes_per_leaf = reader.get_int(per_leaf, path + ".nodes_per_leaf", 1);
+  if (const YAML::Node pxn = fields["pxn"]) fabric.pxn = reader.get_bool(pxn, path + ".pxn");
+  if (nodes > 1 && fabric.kind == FabricKind::fat_tree && fabric.oversubscription > 1 && !per_leaf)
+    reader.fail(path + ".oversubscription", ratio,
+                fmt::format("a {:g}:1 taper applies to uplinks from leaf switches to the spine, but without "
+                            "fabric.nodes_per_leaf all {} nodes of the fat tree share one leaf and nothing crosses "
+                            "the spine", fabric.oversubscription, nodes),
+                "set fabric.nodes_per_leaf to the nodes one leaf switch holds (e.g. 4: a 64-port leaf with 32 "
+                "ports down serves 4 nodes of 8 NICs), or use fabric.kind: rail-optimized, whose rails always "
+                "meet at the spine");
+}
+
 // A fabric joins nodes; a single node needs none unless the file asks for one.
 Fabric read_fabric(const YamlReader& reader, const YAML::Node& section, int nodes, const GpuModel& gpu) {
   Fabric fabric;
   if (!section && nodes == 1) return fabric;
   const std::string path = "fabric";
   if (section) reader.check_keys(section, path, {"kind", "nic", "nic_bandwidth", "nic_latency", "switch_latency", "sharp",
-                                                      "nccl_protocols"});
+                                                      "nccl_protocols", "oversubscription", "nodes_per_leaf", "pxn"});
   // An absent section reads as an empty one (a default YAML::Node is Null, which tests true).
   const YAML::Node fields = section ? section : YAML::Node(YAML::NodeType::Map);
   auto get = [&](const char* key) { return fields[key]; };
@@ -74,6 +125,7 @@ Fabric read_fabric(const YamlReader& reader, const YAML::Node& section, int node
   if (YAML::Node n = get("switch_latency")) fabric.switch_latency = reader.get_duration(n, path + ".switch_latency");
   if (YAML::Node n = get("sharp")) fabric.sharp = reader.get_bool(n, path + ".sharp");
   if (YAML::Node n = get("nccl_protocols")) fabric.nccl_protocols = read_nccl_protocols(reader, n, path + ".nccl_protocols");
+  read_fabric_tiers(reader, fields, nodes, fabric);
   return fabric;
 }
 

@@ -40,6 +40,17 @@ std::vector<std::string> expand(const YamlReader& reader, const YAML::Node& at, 
   return names;
 }
 
+// The share of a link's rated figures that transfers achieve (a measured copy rate over the
+// datasheet's, cited where it is written); the engines use rating x fraction, NCCL's view the rating.
+double read_achieved_fraction(const YamlReader& reader, const YAML::Node& at, const std::string& path) {
+  const double fraction = reader.get_number(at, path);
+  if (!(fraction > 0 && fraction <= 1))
+    reader.fail(path, at, "an achieved fraction must be in (0, 1], got " + at.Scalar(),
+                "write the share of the rated bandwidth that transfers achieve, e.g. 0.9, or drop the key "
+                "(default 1: the rated figure)");
+  return fraction;
+}
+
 class NodeBuilder {
  public:
   NodeBuilder(const YamlReader& reader, const GpuModel& gpu) : reader_(reader), gpu_(gpu) {}
@@ -82,7 +93,8 @@ class NodeBuilder {
       const YAML::Node entry = list[i];
       const std::string path = "node.links[" + std::to_string(i) + "]";
       reader_.check_keys(entry, path,
-                         {"between", "type", "bandwidth", "latency", "lanes", "name", "duplex", "two_way_bandwidth"});
+                         {"between", "type", "bandwidth", "achieved_fraction", "latency", "lanes", "name", "duplex",
+                          "two_way_bandwidth"});
       Link proto;
       const std::string type = reader_.get_choice(reader_.require(entry, path, "type"), path + ".type", kLinkTypes);
       proto.type = static_cast<LinkType>(std::find(kLinkTypes.begin(), kLinkTypes.end(), type) - kLinkTypes.begin());
@@ -91,21 +103,23 @@ class NodeBuilder {
       if (entry["lanes"]) proto.lanes = reader_.get_int(entry["lanes"], path + ".lanes", 1);
       proto.latency = reader_.get_duration(reader_.require(entry, path, "latency"), path + ".latency");
       if (entry["bandwidth"]) {
-        proto.bandwidth = reader_.get_bandwidth(entry["bandwidth"], path + ".bandwidth");
+        proto.datasheet_bandwidth = reader_.get_bandwidth(entry["bandwidth"], path + ".bandwidth");
       } else if (proto.type == LinkType::nvlink) {
         // An NVLink bundle runs at the GPU model's per-link rate times its lanes, so swapping
         // the GPU (-p gpu.model=...) rescales it.
-        proto.bandwidth = proto.lanes * gpu_.nvlink_bandwidth_per_link;
+        proto.datasheet_bandwidth = proto.lanes * gpu_.nvlink_bandwidth_per_link;
       } else {
         reader_.require(entry, path, "bandwidth");
       }
+      if (entry["achieved_fraction"])
+        proto.achieved_fraction = read_achieved_fraction(reader_, entry["achieved_fraction"], path + ".achieved_fraction");
       if (entry["two_way_bandwidth"]) {
         const std::string key = path + ".two_way_bandwidth";
-        proto.two_way_bandwidth = reader_.get_bandwidth(entry["two_way_bandwidth"], key);
+        proto.datasheet_two_way_bandwidth = reader_.get_bandwidth(entry["two_way_bandwidth"], key);
         if (!proto.half_duplex)
           reader_.fail(key, entry["two_way_bandwidth"], "only a half-duplex link has a two-way total",
                        "add `duplex: half`, or drop two_way_bandwidth (a full-duplex link carries `bandwidth` each way)");
-        if (proto.two_way_bandwidth > proto.bandwidth)
+        if (proto.datasheet_two_way_bandwidth > proto.datasheet_bandwidth)
           reader_.fail(key, entry["two_way_bandwidth"], "exceeds the link's bandwidth, which a half-duplex link shares "
                        "between its directions", "give the measured total of both directions, at most `bandwidth`");
       }
@@ -139,12 +153,14 @@ class NodeBuilder {
   // Compact form: one non-blocking NVSwitch that every GPU joins with all of its NVLinks.
   void add_nvswitch(const YAML::Node& entry) {
     const std::string path = "node.nvswitch";
-    reader_.check_keys(entry, path, {"name", "latency", "nvls"});
+    reader_.check_keys(entry, path, {"name", "latency", "nvls", "achieved_fraction"});
     Vertex sw;
     sw.kind = VertexKind::nvswitch;
     sw.name = entry["name"] ? reader_.get_string(entry["name"], path + ".name") : "nvswitch";
     if (entry["nvls"]) sw.reduces_in_network = reader_.get_bool(entry["nvls"], path + ".nvls");
     const Seconds latency = reader_.get_duration(reader_.require(entry, path, "latency"), path + ".latency");
+    const double fraction =
+        entry["achieved_fraction"] ? read_achieved_fraction(reader_, entry["achieved_fraction"], path + ".achieved_fraction") : 1;
     if (gpu_.nvlinks < 1 || !(gpu_.nvlink_bandwidth_per_link > 0))
       reader_.fail(path, entry, "GPU model " + gpu_.name + " has no NVLinks to join an NVSwitch",
                    "choose a GPU model with NVLink or remove node.nvswitch");
@@ -158,7 +174,8 @@ class NodeBuilder {
       link.a = g;
       link.b = id;
       link.lanes = gpu_.nvlinks;
-      link.bandwidth = gpu_.nvlinks * gpu_.nvlink_bandwidth_per_link;
+      link.datasheet_bandwidth = gpu_.nvlinks * gpu_.nvlink_bandwidth_per_link;
+      link.achieved_fraction = fraction;
       link.latency = latency;
       node_.links.push_back(link);
     }

@@ -122,7 +122,7 @@ class TemplateRoutes {
       done[v] = true;
       if (!transits(v, s)) continue;
       for (const Edge& e : adjacency_[v]) {
-        double nw = std::min(w, node_.links[e.link].bandwidth);
+        double nw = std::min(w, node_.links[e.link].bandwidth());
         if (nw > width[e.to]) {
           width[e.to] = nw;
           open.push({nw, e.to});
@@ -160,7 +160,7 @@ class TemplateRoutes {
       if (!transits(v, s)) continue;
       for (const Edge& e : adjacency_[v]) {
         const Link& link = node_.links[e.link];
-        if (link.bandwidth < threshold) continue;
+        if (link.bandwidth() < threshold) continue;
         double nl = lat + link.latency;
         Label& to = label[e.to];
         if (nl < to.latency || (nl == to.latency && hops + 1 < to.hops)) {
@@ -224,10 +224,14 @@ void append(Route& route, const Route& tail) {
   route.worst = std::max(route.worst, tail.worst);
 }
 
-// Fabric layout (global ids after all nodes' vertices and links):
-//  fat_tree:       vertex F+0 = the switch; link N+n*R+r = NIC r of node n <-> switch.
-//  rail_optimized: vertex F+r = rail switch r, F+R = spine; link N+n*R+r = NIC r of node n
-//                  <-> rail switch r; link N+nodes*R+r = rail switch r <-> spine.
+// Fabric layout (global ids after all nodes' vertices and links), with P nodes per leaf group
+// (Fabric::nodes_per_leaf, default every node) and G = ceil(nodes / P) groups:
+//  fat_tree:       leaf g = vertex F+g, joined by NIC r of node n (g = n / P) through link
+//                  N+n*R+r; with G > 1 a spine F+G and uplinks N+nodes*R+g (leaf g <-> spine).
+//  rail_optimized: leaf (g, r) = vertex F+g*R+r, joined by NIC r of every node of group g through
+//                  link N+n*R+r; spine F+G*R and uplinks N+nodes*R+g*R+r.
+// With one group this is the single switch (fat tree) or one switch per rail plus a spine. The
+// spine, when there is one, is the last fabric vertex (the SHARP aggregation point of CollNet).
 // The fabric is a tree, so a fabric route is: up to the lowest common ancestor, then down.
 struct Platform::Impl {
   // Impl keeps its own copy: it is shared between copies of a Platform, which may outlive the
@@ -239,6 +243,11 @@ struct Platform::Impl {
   int V = 0, L = 0, R = 0, nodes = 0;
   FabricKind kind = FabricKind::none;
   Fabric fabric;
+  int nodes_per_leaf = 0;   ///< P: nodes of one leaf group
+  int leaves_per_group = 0; ///< 1 (fat tree) or R (one leaf per rail)
+  int leaves = 0;           ///< G x leaves_per_group
+  bool has_spine = false;
+  BytesPerSecond uplink_bandwidth = 0;
   mutable std::mutex mutex;
   mutable std::unordered_map<std::uint64_t, std::unique_ptr<Route>> cache;
 
@@ -261,39 +270,60 @@ struct Platform::Impl {
       int k = n.vertices[v].kind == VertexKind::gpu ? sharing[tied]++ : 0;
       nearest_nic[v] = tied[static_cast<std::size_t>(k) % tied.size()];
     }
+    if (kind == FabricKind::none) return;
+    nodes_per_leaf = f.nodes_per_leaf > 0 ? f.nodes_per_leaf : nodes;
+    const int groups = nodes_per_leaf >= nodes ? 1 : (nodes + nodes_per_leaf - 1) / nodes_per_leaf;
+    leaves_per_group = kind == FabricKind::rail_optimized ? R : 1;
+    leaves = groups * leaves_per_group;
+    has_spine = kind == FabricKind::rail_optimized || groups > 1;
+    // A leaf's uplinks are sized for every down port it was built with (P nodes' NICs on it),
+    // whether or not the last group is full: a switch keeps its cables.
+    const int nics_per_node_on_leaf = kind == FabricKind::rail_optimized ? 1 : R;
+    uplink_bandwidth = fabric.nic_bandwidth * nodes_per_leaf * nics_per_node_on_leaf / fabric.oversubscription;
   }
 
-  int fabric_vertex_count() const {
-    if (kind == FabricKind::fat_tree) return 1;
-    if (kind == FabricKind::rail_optimized) return R + 1;
-    return 0;
-  }
+  int fabric_vertex_count() const { return leaves + (has_spine ? 1 : 0); }
   int fabric_link_count() const {
     if (kind == FabricKind::none) return 0;
-    return nodes * R + (kind == FabricKind::rail_optimized ? R : 0);
+    return nodes * R + (has_spine ? leaves : 0);
   }
   int first_fabric_vertex() const { return nodes * V; }
   int first_fabric_link() const { return nodes * L; }
+  int spine_vertex() const { return first_fabric_vertex() + leaves; }
+  /// Leaf index (0..leaves-1) that NIC r of node n joins.
+  int leaf_of(int n, int r) const {
+    return (n / nodes_per_leaf) * leaves_per_group + (kind == FabricKind::rail_optimized ? r : 0);
+  }
+
+  std::string leaf_name(int leaf) const {
+    const bool one_group = leaves == leaves_per_group;
+    if (kind == FabricKind::fat_tree) return one_group ? "fabric_switch" : "leaf" + std::to_string(leaf);
+    const std::string rail = "rail" + std::to_string(leaf % R);
+    return one_group ? rail : "leaf" + std::to_string(leaf / R) + "." + rail;
+  }
+  std::string fabric_vertex_name(int k) const { return k < leaves ? leaf_name(k) : "spine"; }
 
   Link fabric_link(int id) const {
     int k = id - first_fabric_link();
     Link link;
     link.type = LinkType::network;
+    link.achieved_fraction = fabric.nic_achieved_fraction;
     if (k < nodes * R) {
       int n = k / R, r = k % R;
       link.name = "node" + std::to_string(n) + "." + node->vertices[node->nics[r]].name + "-fabric";
       link.a = n * V + node->nics[r];
-      link.b = first_fabric_vertex() + (kind == FabricKind::rail_optimized ? r : 0);
-      link.bandwidth = fabric.nic_bandwidth;
+      link.b = first_fabric_vertex() + leaf_of(n, r);
+      link.datasheet_bandwidth = fabric.nic_bandwidth;
       // Half the NIC's one-way latency on each end, plus half a switch crossing per link, so a
       // NIC-switch-NIC path costs nic_latency + switch_latency.
       link.latency = fabric.nic_latency / 2 + fabric.switch_latency / 2;
     } else {
-      int r = k - nodes * R;
-      link.name = "rail" + std::to_string(r) + "-spine";
-      link.a = first_fabric_vertex() + r;
-      link.b = first_fabric_vertex() + R;
-      link.bandwidth = fabric.nic_bandwidth * nodes;  // non-blocking: carries every NIC of its rail
+      int leaf = k - nodes * R;
+      link.name = leaf_name(leaf) + "-spine";
+      link.a = first_fabric_vertex() + leaf;
+      link.b = spine_vertex();
+      link.datasheet_bandwidth = uplink_bandwidth;
+      // Half the leaf's crossing and half the spine's: NIC-leaf-spine-leaf-NIC crosses three.
       link.latency = fabric.switch_latency;
     }
     return link;
@@ -306,9 +336,9 @@ struct Platform::Impl {
       int n = v / V, local = v % V;
       auto it = std::find(node->nics.begin(), node->nics.end(), local);
       int r = static_cast<int>(it - node->nics.begin());
-      return {f + (kind == FabricKind::rail_optimized ? r : 0), first_fabric_link() + n * R + r};
+      return {f + leaf_of(n, r), first_fabric_link() + n * R + r};
     }
-    if (kind == FabricKind::rail_optimized && v < f + R) return {f + R, first_fabric_link() + nodes * R + (v - f)};
+    if (has_spine && v < spine_vertex()) return {spine_vertex(), first_fabric_link() + nodes * R + (v - f)};
     return {-1, -1};
   }
 
@@ -331,11 +361,31 @@ struct Platform::Impl {
       Link link = fabric_link(link_id);
       r.hops.push_back({link_id, forward});
       r.latency += link.latency;
-      r.bandwidth = std::min(r.bandwidth, link.bandwidth);
+      r.bandwidth = std::min(r.bandwidth, link.bandwidth());
     };
     for (std::size_t k = 1; k <= i; ++k) add(up_from[k].second, true);
     for (std::size_t k = j; k >= 1; --k) add(up_to[k].second, false);
     return r;
+  }
+
+  // NCCL's PXN for a GPU `source` sending to the GPU of another node at template vertex
+  // `destination` (search.cc ncclTopoGetNetDev, NCCL_P2P_PXN_LEVEL 2, the default): the sender
+  // uses the NIC of its own node's GPU with the destination's device index, relaying through
+  // that GPU when it is NVLink-connected to the sender (paths[GPU] <= PATH_NVL) and reaches the
+  // NIC without a CPU (paths[NET] <= PATH_PXB); net.cc's receiver uses its own NIC. Modelled on
+  // rail-optimized fabrics only, where it keeps a cross-rail transfer off the spine (on a fat
+  // tree a node's NICs share one leaf, so the relay would move the same bytes over the same
+  // fabric links). Returns the relay's template vertex, or -1 for the direct route.
+  int pxn_relay(int source, int destination) const {
+    if (kind != FabricKind::rail_optimized || !fabric.pxn) return -1;
+    if (node->vertices[source].kind != VertexKind::gpu || node->vertices[destination].kind != VertexKind::gpu) return -1;
+    const int rail = nearest_nic[destination];
+    if (source == destination || rail < 0 || rail == nearest_nic[source]) return -1;
+    if (!routes.reachable(source, destination) || routes.route(source, destination).worst != LinkType::nvlink) return -1;
+    for (const Hop& hop : routes.route(destination, node->nics[rail]).hops)
+      for (int v : {node->links[hop.link].a, node->links[hop.link].b})
+        if (node->vertices[v].kind == VertexKind::cpu) return -1;
+    return destination;
   }
 
   Route local_route(int node_index, int a, int b) const {
@@ -354,7 +404,7 @@ Platform::Platform(std::string name, GpuModel gpu, NodeTemplate node, int nodes,
   for (const Link& link : node_.links) {
     if (link.a < 0 || link.a >= V || link.b < 0 || link.b >= V || link.a == link.b)
       fail("link '" + link.name + "' has bad endpoints", "join two distinct vertices of the node");
-    if (!(link.bandwidth > 0)) fail("link '" + link.name + "' has no bandwidth", "give it a bandwidth > 0");
+    if (!(link.bandwidth() > 0)) fail("link '" + link.name + "' has no bandwidth", "give it a bandwidth > 0");
   }
   for (int g : node_.gpus)
     if (g < 0 || g >= V || node_.vertices[g].kind != VertexKind::gpu) throw std::logic_error("gpus[] must name GPU vertices");
@@ -363,6 +413,12 @@ Platform::Platform(std::string name, GpuModel gpu, NodeTemplate node, int nodes,
   if (nodes_ > 1 && (fabric_.kind == FabricKind::none || node_.nics.empty() || !(fabric_.nic_bandwidth > 0)))
     fail("a platform of " + std::to_string(nodes_) + " nodes needs NICs and a fabric",
          "add NIC vertices to the node and a fabric with a NIC bandwidth");
+  if (fabric_.kind != FabricKind::none && !(fabric_.oversubscription >= 1))
+    fail("fabric oversubscription must be >= 1, got " + std::to_string(fabric_.oversubscription),
+         "use 1 for a non-blocking fabric, or the leaves' down:up bandwidth ratio");
+  if (fabric_.nodes_per_leaf < 0)
+    fail("fabric nodes_per_leaf must be >= 0, got " + std::to_string(fabric_.nodes_per_leaf),
+         "use 0 (every node under one leaf) or the nodes one leaf switch holds");
   impl_ = std::make_shared<Impl>(node_, nodes_, fabric_);
   // Every GPU must reach every other GPU of its node, and a NIC when there are other nodes.
   for (int a : node_.gpus) {
@@ -392,8 +448,7 @@ Vertex Platform::vertex(int id) const {
   Vertex v;
   v.kind = VertexKind::fabric_switch;
   v.reduces_in_network = fabric_.sharp;
-  if (impl_->kind == FabricKind::fat_tree) v.name = "fabric_switch";
-  else v.name = k < impl_->R ? "rail" + std::to_string(k) : "spine";
+  v.name = impl_->fabric_vertex_name(k);
   return v;
 }
 
@@ -441,15 +496,19 @@ const Route& Platform::route(int from, int to) const {
     r = impl_->local_route(from_node, from % V, to % V);
   } else {
     if (impl_->kind == FabricKind::none) no_route();
-    // Leave the node through the NIC nearest to the source, enter through the one nearest the
-    // destination; a fabric vertex is its own gateway.
+    // Leave the node through the NIC nearest to the source (or, with PXN, through the NIC of the
+    // GPU it relays to), enter through the one nearest the destination; a fabric vertex is its
+    // own gateway.
     int exit_nic = from, entry_nic = to;
     r = empty_route();
     if (from_node >= 0) {
-      int nic = impl_->nearest_nic[from % V];
+      const int relay = to_node >= 0 ? impl_->pxn_relay(from % V, to % V) : -1;
+      const int first = relay >= 0 ? relay : from % V;
+      int nic = impl_->nearest_nic[first];
       if (nic < 0) no_route();
       exit_nic = from_node * V + node_.nics[nic];
-      r = impl_->local_route(from_node, from % V, node_.nics[nic]);
+      if (relay >= 0) r = impl_->local_route(from_node, from % V, relay);
+      append(r, impl_->local_route(from_node, first, node_.nics[nic]));
     }
     Route tail = empty_route();
     if (to_node >= 0) {

@@ -7,11 +7,15 @@
 ///    through an Allocation.
 ///  - Vertex v (global): node-local vertex i of node n is `n * node.vertices.size() + i`;
 ///    fabric vertices follow after all nodes. Link ids follow the same scheme.
-///  - Every link is full duplex: `bandwidth` is per direction and the two directions never
-///    share capacity. A Hop names a link and the direction it is crossed in.
-///  - Routes never transit through a GPU (GPUs do not forward), prefer the widest path,
-///    then the lowest latency, then the fewest hops; inter-node routes leave through the NIC
-///    nearest to the source GPU and enter through the NIC nearest to the destination GPU.
+///  - A link is full duplex unless `half_duplex`: `bandwidth()` is per direction and the two
+///    directions share no capacity. A Hop names a link and the direction it is crossed in.
+///  - Routes never transit through a GPU (GPUs do not forward), prefer the widest path (on
+///    achieved figures, Link::bandwidth()), then the lowest latency, then the fewest hops;
+///    inter-node routes leave through the NIC nearest to the source GPU and enter through the
+///    NIC nearest to the destination GPU.
+///    One exception: in a rail-optimized fabric with `Fabric::pxn`, a GPU whose own NIC is on
+///    another rail than the destination's first crosses NVLink to the GPU with the destination's
+///    local index and leaves through that GPU's NIC (NCCL's PXN), so the route stays on one rail.
 ///  - A GPU pair without peer-to-peer (NodeTemplate::p2p_disabled) is routed through host
 ///    memory: to the CPU nearest the destination, then down to it, as NCCL diverts it.
 #include <cstdint>
@@ -87,17 +91,28 @@ struct Link {
   std::string name;
   LinkType type = LinkType::nvlink;
   int a = -1, b = -1;          ///< vertex ids (node-local in a NodeTemplate, global in Platform)
-  BytesPerSecond bandwidth = 0;  ///< per direction, all parallel lanes together
+  /// Per direction, all parallel lanes together, as the hardware is rated (the platform file's
+  /// `bandwidth`): what NCCL detects and sizes its graphs from (link counts, port rates).
+  BytesPerSecond datasheet_bandwidth = 0;
+  /// The share of the rated figures that transfers achieve: the file's `achieved_fraction` times
+  /// calibration's `bandwidth_scale` for the link's type (which may take it above 1).
+  double achieved_fraction = 1;
   Seconds latency = 0;
   int lanes = 1;               ///< parallel physical links bundled here (NV2 pair = 2)
   /// Both directions share one capacity: a resource that is not a full-duplex wire, such as
   /// copies staged through host memory when GPU peer-to-peer is off.
   bool half_duplex = false;
   /// Half duplex only: the total the resource carries while both directions are busy, where
-  /// that is less than one direction alone (`bandwidth`); 0: `bandwidth` either way. Linear
-  /// sharing cannot express this (one flow would be capped at the two-way total), so the
-  /// engines take it per schedule: a schedule that crosses the link both ways gets it.
-  BytesPerSecond two_way_bandwidth = 0;
+  /// that is less than one direction alone, rated like `datasheet_bandwidth`; 0: the one-way
+  /// figure either way. Linear sharing cannot express this (one flow would be capped at the
+  /// two-way total), so the engines take it per schedule: a schedule that crosses the link both
+  /// ways gets it.
+  BytesPerSecond datasheet_two_way_bandwidth = 0;
+
+  /// @brief What transfers get per direction (routes and engines): datasheet x achieved fraction.
+  BytesPerSecond bandwidth() const { return datasheet_bandwidth * achieved_fraction; }
+  /// @brief The achieved two-way total, 0 when the link has none.
+  BytesPerSecond two_way_bandwidth() const { return datasheet_two_way_bandwidth * achieved_fraction; }
 };
 
 /// @brief One server: GPUs, switches, CPUs, NICs and their links, node-local indices.
@@ -117,17 +132,28 @@ bool p2p_disabled(const NodeTemplate& node, int a, int b);
 enum class FabricKind { none, fat_tree, rail_optimized };
 const char* to_string(FabricKind kind);
 
-/// @brief How nodes are joined: every NIC has one link into the fabric.
+/// @brief How nodes are joined: every NIC has one link into a leaf switch (fat tree: one leaf per
+/// `nodes_per_leaf` nodes; rail-optimized: one leaf per rail per `nodes_per_leaf` nodes), and
+/// leaves join through one spine whose uplinks carry the leaf's down-port bandwidth over
+/// `oversubscription`. A fat tree of one leaf has no spine.
 struct Fabric {
   FabricKind kind = FabricKind::none;
   std::string nic_name;                ///< e.g. "ConnectX-7 NDR"
-  BytesPerSecond nic_bandwidth = 0;    ///< per direction per NIC
+  BytesPerSecond nic_bandwidth = 0;    ///< per direction per NIC, as rated (NCCL's NET figure)
+  double nic_achieved_fraction = 1;    ///< what the fabric's links achieve of it (Link::achieved_fraction)
   Seconds nic_latency = 0;             ///< NIC + cable, one way
   Seconds switch_latency = 0;          ///< per fabric switch crossed
   bool sharp = false;                  ///< in-network reduction (CollNet) available
   /// NCCL protocols the net plugin leaves enabled for the whole job (NCCL_PROTO it sets when
   /// the user has not; e.g. aws-ofi-nccl forces Simple on EFAv1); empty: all of NCCL's.
   std::vector<std::string> nccl_protocols;
+  /// A leaf's down-port bandwidth over its uplink bandwidth to the spine (>= 1; 2 = 2:1 taper).
+  double oversubscription = 1;
+  /// Nodes whose NICs share a leaf (per rail when rail-optimized); 0: every node, one leaf.
+  int nodes_per_leaf = 0;
+  /// NCCL's PXN (off with NCCL_PXN_DISABLE=1): cross-rail routes relay over NVLink to the GPU
+  /// that owns the destination rail's NIC instead of crossing the spine (rail-optimized only).
+  bool pxn = true;
 };
 
 struct Hop {

@@ -117,15 +117,15 @@ PreparedSchedule::PreparedSchedule(const models::Schedule& schedule, const Place
         throw ConfigError(where(r, s), "endpoints sit on the same platform vertex", kFix);
       for (const platforms::Hop& hop : p.route->hops) {
         const platforms::Link link = platform_.link(hop.link);
-        if (!(link.bandwidth > 0) || !std::isfinite(link.bandwidth))
+        if (!(link.bandwidth() > 0) || !std::isfinite(link.bandwidth()))
           throw ConfigError(fmt::format("platform '{}': link '{}'", platform_.name(), link.name),
-                            fmt::format("has bandwidth {} B/s", link.bandwidth),
+                            fmt::format("has bandwidth {} B/s", link.bandwidth()),
                             "give every link a positive bandwidth such as 25GBps");
         if (!finite_non_negative(link.latency))
           throw ConfigError(fmt::format("platform '{}': link '{}'", platform_.name(), link.name),
                             fmt::format("has latency {} s", link.latency),
                             "give every link a non-negative latency such as 0.7us");
-        if (link.two_way_bandwidth > 0 && p.wire_bytes > 0) directions_[hop.link] |= hop.forward ? 1 : 2;
+        if (link.datasheet_two_way_bandwidth > 0 && p.wire_bytes > 0) directions_[hop.link] |= hop.forward ? 1 : 2;
       }
       prepared.steps.push_back(p);
     }

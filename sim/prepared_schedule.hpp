@@ -40,11 +40,11 @@ struct PreparedRound {
   int repeat = 1;
 };
 
-/// @brief The capacity a link offers schedules that cross it `both_ways` or not: its bandwidth,
-/// or its two-way total when it has one (platforms::Link::two_way_bandwidth). Both engines
-/// size links with it.
+/// @brief The capacity a link offers schedules that cross it `both_ways` or not: its achieved
+/// bandwidth, or its achieved two-way total when it has one (platforms::Link::two_way_bandwidth).
+/// Both engines size links with it.
 inline BytesPerSecond link_capacity(const platforms::Link& link, bool both_ways) {
-  return both_ways && link.two_way_bandwidth > 0 ? link.two_way_bandwidth : link.bandwidth;
+  return both_ways && link.two_way_bandwidth() > 0 ? link.two_way_bandwidth() : link.bandwidth();
 }
 
 class PreparedSchedule {

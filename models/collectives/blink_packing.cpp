@@ -56,7 +56,7 @@ class ResourceTable {
       r.forward = forward;
       r.from_vertex = forward ? link.a : link.b;
       r.to_vertex = forward ? link.b : link.a;
-      r.capacity = link.bandwidth;
+      r.capacity = link.bandwidth();
       r.lanes = link.lanes;
       r.latency = link.latency;
       r.half_duplex = link.half_duplex;

@@ -14,17 +14,13 @@
 namespace stepsim::models::nccl {
 namespace {
 
-/// A link's datasheet bandwidth: NCCL sizes its graphs from what it detects (NVLink counts,
-/// PCIe widths, the NIC's port rate), never from what a wire achieves, so a calibrated
-/// achieved-bandwidth factor must not change NCCL's view (a 0.95 NVLink factor would
-/// otherwise read as 11.4 NVLinks and reshape the channel search).
-double nominal_bandwidth(const platforms::Platform& platform, const platforms::Link& link) {
-  return link.bandwidth / platform.calibration.link_bandwidth_scale(platforms::to_string(link.type));
-}
-
-double nominal_route_bandwidth(const platforms::Platform& platform, const platforms::Route& route) {
+/// The narrowest datasheet bandwidth on a route: NCCL sizes its graphs from what it detects
+/// (NVLink counts, PCIe widths, the NIC's port rate), never from what a wire achieves, so a
+/// link's achieved fraction (a preset's or calibration's) must not change NCCL's view (a 0.95
+/// NVLink fraction would otherwise read as 11.4 NVLinks and reshape the channel search).
+double datasheet_route_bandwidth(const platforms::Platform& platform, const platforms::Route& route) {
   double narrowest = std::numeric_limits<double>::infinity();
-  for (const platforms::Hop& hop : route.hops) narrowest = std::min(narrowest, nominal_bandwidth(platform, platform.link(hop.link)));
+  for (const platforms::Hop& hop : route.hops) narrowest = std::min(narrowest, platform.link(hop.link).datasheet_bandwidth);
   return route.hops.empty() ? route.bandwidth : narrowest;
 }
 
@@ -47,7 +43,7 @@ double nccl_host_path_bw(const platforms::Platform& platform, const platforms::R
   double wire = std::numeric_limits<double>::infinity();
   for (const platforms::Hop& hop : route.hops) {
     const platforms::Link link = platform.link(hop.link);
-    if (!link.half_duplex) wire = std::min(wire, nominal_bandwidth(platform, link));
+    if (!link.half_duplex) wire = std::min(wire, link.datasheet_bandwidth);
   }
   const double bw = wire / kGB * kNcclPciePerWire;
   return platform.cpu_vendor == "intel" ? bw * 5.0 / 6.0 : bw;
@@ -56,7 +52,7 @@ double nccl_host_path_bw(const platforms::Platform& platform, const platforms::R
 /// One route's bandwidth in NCCL's figures (GB/s).
 double nccl_route_bw(const platforms::Platform& platform, const platforms::Route& route) {
   const platforms::GpuModel& gpu = platform.gpu();
-  const double bandwidth = nominal_route_bandwidth(platform, route);
+  const double bandwidth = datasheet_route_bandwidth(platform, route);
   if (route.worst == platforms::LinkType::nvlink && gpu.nvlink_bandwidth_per_link > 0)
     return bandwidth / gpu.nvlink_bandwidth_per_link * nvlink_bw_per_link(gpu.sm_version);
   if (path_type(platform, route) == PathType::phb) return nccl_host_path_bw(platform, route);
@@ -192,7 +188,7 @@ NcclSystem nccl_system(const CollectiveContext& ctx) {
       sys.plugin_protocols[p] = std::count(platform.fabric().nccl_protocols.begin(),
                                            platform.fabric().nccl_protocols.end(),
                                            to_string(static_cast<Proto>(p))) > 0;
-  sys.nic_bw = platform.fabric().nic_bandwidth / platform.calibration.link_bandwidth_scale("network") / kGB;
+  sys.nic_bw = platform.fabric().nic_bandwidth / kGB;
 
   // The intra-node graph: the ring through the largest node group of the allocation.
   std::vector<int> group;

@@ -34,12 +34,15 @@ PathType path_type(const platforms::Platform& platform, const platforms::Route& 
 ///    search over those links (nccl_mesh_rings), intra_bw = channels x speed; where it finds
 ///    no NVLink ring, or otherwise:
 ///  - intra_bw: the narrowest hop of the node's ring (ring_order) in NCCL's figures: NVLink
-///    routes as (route bandwidth / the GPU's per-link wire rate) x NCCL's per-link figure
+///    routes as (datasheet bandwidth / the GPU's per-link wire rate) x NCCL's per-link figure
 ///    (topo.h: 20.6 GB/s on sm90, ...), PCIe routes scaled like NCCL's Gen3 x16 = 12 GB/s
 ///    against its 15.75 GB/s wire rate (PIX/PXB: GPUs under a switch with P2P on); PHB
 ///    routes (through the host: a root complex, or P2P off) take NCCL's PHB figure: the
 ///    narrowest full-duplex hop, less Intel's 6/5 P2P overhead;
 ///  - the NICs per node and NCCL's NET bandwidth (port rate / 8 = the preset's figure).
+///  Every bandwidth here is the platform's datasheet figure (Link::datasheet_bandwidth,
+///  Fabric::nic_bandwidth), never an achieved one; the paths themselves are the platform's
+///  routes, which are chosen on achieved figures (docs/platforms.md, "Link figures").
 NcclSystem nccl_system(const CollectiveContext& ctx);
 
 /// @brief NCCL's ring graph on a single-node allocation whose GPUs are joined by direct

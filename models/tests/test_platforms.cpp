@@ -29,7 +29,7 @@ void add_link(NodeTemplate& node, int a, int b, LinkType type, double gbytes_per
   l.type = type;
   l.a = a;
   l.b = b;
-  l.bandwidth = gbytes_per_s * 1e9;
+  l.datasheet_bandwidth = gbytes_per_s * 1e9;
   l.latency = 1e-6;
   node.links.push_back(l);
 }

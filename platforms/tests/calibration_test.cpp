@@ -1,5 +1,6 @@
-// The platform's `calibration` section: factors scale exactly the links of their type, an
-// absent section changes nothing, and bad factors or keys are rejected with a fix.
+// The platform's `calibration` section: factors scale exactly the links of their type (their
+// achieved fraction, never their datasheet figure), an absent section changes nothing, and bad
+// factors or keys are rejected with a fix.
 #include <gtest/gtest.h>
 
 #include "platforms/config_error.hpp"
@@ -15,7 +16,9 @@ Platform load(std::vector<std::string> overrides, int nodes = 0) {
   return load_platform("dgx-h100", options);
 }
 
-TEST(Calibration, ScalesBandwidthAndLatencyOfItsLinkTypeOnly) {
+// A bandwidth factor is what the links achieve: it multiplies their achieved fraction and leaves
+// the datasheet figure, which NCCL's view reads, exactly as the preset states it.
+TEST(Calibration, ScalesTheAchievedFractionAndLatencyOfItsLinkTypeOnly) {
   const Platform plain = load({});
   const Platform fitted = load({"calibration.links.nvlink.bandwidth_scale=0.8",
                                 "calibration.links.nvlink.latency_scale=2"});
@@ -23,12 +26,15 @@ TEST(Calibration, ScalesBandwidthAndLatencyOfItsLinkTypeOnly) {
   int nvlinks = 0;
   for (int id = 0; id < plain.link_count(); ++id) {
     const Link a = plain.link(id), b = fitted.link(id);
+    EXPECT_EQ(b.datasheet_bandwidth, a.datasheet_bandwidth);
+    EXPECT_EQ(b.datasheet_two_way_bandwidth, a.datasheet_two_way_bandwidth);
     if (a.type == LinkType::nvlink) {
       ++nvlinks;
-      EXPECT_DOUBLE_EQ(b.bandwidth, a.bandwidth * 0.8);
+      EXPECT_DOUBLE_EQ(b.achieved_fraction, a.achieved_fraction * 0.8);
+      EXPECT_DOUBLE_EQ(b.bandwidth(), a.bandwidth() * 0.8);
       EXPECT_DOUBLE_EQ(b.latency, a.latency * 2);
     } else {
-      EXPECT_EQ(b.bandwidth, a.bandwidth);
+      EXPECT_EQ(b.achieved_fraction, a.achieved_fraction);
       EXPECT_EQ(b.latency, a.latency);
     }
   }
@@ -37,12 +43,36 @@ TEST(Calibration, ScalesBandwidthAndLatencyOfItsLinkTypeOnly) {
   EXPECT_DOUBLE_EQ(r.bandwidth, plain.route(plain.gpu_vertex(0), plain.gpu_vertex(1)).bandwidth * 0.8);
 }
 
-TEST(Calibration, NetworkFactorsScaleTheFabricsNicFigures) {
+// A fraction the preset states (NVLink achieving 0.9 of its rate) and a fitted factor compound:
+// the fit corrects what the preset already says the links achieve.
+TEST(Calibration, FactorsMultiplyThePresetsFraction) {
+  const Platform stated = load({"node.nvswitch.achieved_fraction=0.9"});
+  const Platform fitted = load({"node.nvswitch.achieved_fraction=0.9", "calibration.links.nvlink.bandwidth_scale=0.5"});
+  const Link a = stated.link(stated.route(stated.gpu_vertex(0), stated.gpu_vertex(1)).hops[0].link);
+  const Link b = fitted.link(fitted.route(fitted.gpu_vertex(0), fitted.gpu_vertex(1)).hops[0].link);
+  ASSERT_EQ(a.type, LinkType::nvlink);
+  EXPECT_DOUBLE_EQ(a.achieved_fraction, 0.9);
+  EXPECT_DOUBLE_EQ(b.achieved_fraction, 0.45);
+  EXPECT_EQ(b.datasheet_bandwidth, a.datasheet_bandwidth);
+}
+
+TEST(Calibration, NetworkFactorsScaleTheFabricsAchievedFraction) {
   const Platform plain = load({}, 2);
   const Platform fitted = load({"calibration.links.network.bandwidth_scale=0.5"}, 2);
-  EXPECT_DOUBLE_EQ(fitted.fabric().nic_bandwidth, plain.fabric().nic_bandwidth * 0.5);
+  EXPECT_EQ(fitted.fabric().nic_bandwidth, plain.fabric().nic_bandwidth);
+  EXPECT_DOUBLE_EQ(fitted.fabric().nic_achieved_fraction, 0.5);
   const int a = plain.gpu_vertex(0), b = plain.gpu_vertex(8);
-  EXPECT_DOUBLE_EQ(fitted.route(a, b).bandwidth, plain.route(a, b).bandwidth * 0.5);
+  const Route& r = fitted.route(a, b);
+  EXPECT_DOUBLE_EQ(r.bandwidth, plain.route(a, b).bandwidth * 0.5);
+  int fabric_links = 0;
+  for (const Hop& hop : r.hops) {
+    const Link link = fitted.link(hop.link);
+    if (fitted.node_of_vertex(link.a) >= 0 && fitted.node_of_vertex(link.b) >= 0) continue;
+    ++fabric_links;
+    EXPECT_EQ(link.datasheet_bandwidth, plain.link(hop.link).datasheet_bandwidth);
+    EXPECT_DOUBLE_EQ(link.bandwidth(), plain.link(hop.link).bandwidth() * 0.5);
+  }
+  EXPECT_GT(fabric_links, 0);
 }
 
 TEST(Calibration, AbsentSectionIsTheIdentity) {

@@ -89,6 +89,24 @@ std::vector<Case> cases() {
       {"zero watts", kGood, {"gpu.tdp_watts=0"}, {"bad.yaml: gpu.tdp_watts (set by -p gpu.tdp_watts=0)", "> 0 watts"}},
       {"bad fabric kind", kGood, {"nodes=2", "fabric.kind=torus"}, {"bad.yaml: fabric.kind (set by -p fabric.kind=torus)", "fat-tree, rail-optimized"}},
       {"-p into a value", kGood, {"version.x=1"}, {"-p version.x=1", "not a section"}},
+      {"oversubscription below 1", kGood, {"nodes=2", "fabric.nodes_per_leaf=1", "fabric.oversubscription=0.5"},
+       {"bad.yaml: fabric.oversubscription (set by -p fabric.oversubscription=0.5)", "below 1", "e.g. 2 or 2:1"}},
+      {"oversubscription 0", kGood, {"nodes=2", "fabric.kind=rail-optimized", "fabric.oversubscription=0"},
+       {"bad.yaml: fabric.oversubscription", "'0' is below 1"}},
+      {"oversubscription 1:2", kGood, {"nodes=2", "fabric.kind=rail-optimized", "fabric.oversubscription=1:2"},
+       {"bad.yaml: fabric.oversubscription", "'1:2' is below 1"}},
+      {"absurd oversubscription", kGood, {"nodes=2", "fabric.kind=rail-optimized", "fabric.oversubscription=400"},
+       {"bad.yaml: fabric.oversubscription (set by -p fabric.oversubscription=400)", "above 64:1", "down:up"}},
+      {"oversubscription not a ratio", kGood + "fabric: {kind: rail-optimized, oversubscription: 2:one}\n", {"nodes=2"},
+       {"bad.yaml: fabric.oversubscription (line 13)", "'2:one' is not a ratio"}},
+      {"taper of a one-leaf fat tree", kGood, {"nodes=2", "fabric.oversubscription=2"},
+       {"bad.yaml: fabric.oversubscription (set by -p fabric.oversubscription=2)", "all 2 nodes of the fat tree share one leaf",
+        "set fabric.nodes_per_leaf"}},
+      {"no nodes per leaf", kGood, {"nodes=2", "fabric.nodes_per_leaf=0"},
+       {"bad.yaml: fabric.nodes_per_leaf (set by -p fabric.nodes_per_leaf=0)", "must be >= 1"}},
+      {"PXN flag", kGood, {"nodes=2", "fabric.pxn=sometimes"}, {"bad.yaml: fabric.pxn (set by -p fabric.pxn=sometimes)", "true or false"}},
+      {"unknown fabric key", kGood, {"nodes=2", "fabric.taper=2"},
+       {"bad.yaml: fabric.taper (set by -p fabric.taper=2)", "oversubscription, nodes_per_leaf, pxn"}},
       {"duplicate vertex", replace_line(7, "    - {name: gpu1, kind: pcie_switch}"), {}, {"bad.yaml: node.vertices[1].name (line 7)", "duplicate vertex name 'gpu1'"}},
       {"bad range", replace_line(6, "    - {name: \"gpu[1-0]\", kind: gpu}"), {}, {"bad.yaml: node.vertices[0].name (line 6)", "empty or negative"}},
       {"not a map", "- just\n- a list\n", {}, {"bad.yaml: (document) (line 1)", "expected a platform description"}},
@@ -98,6 +116,18 @@ std::vector<Case> cases() {
       {"two-way total above the bandwidth",
        replace_line(12, "    - {between: [nic0, sw], type: pcie, bandwidth: 8GBps, two_way_bandwidth: 9GBps, duplex: half, latency: 0.5us}"),
        {}, {"bad.yaml: node.links[2].two_way_bandwidth (line 12)", "exceeds the link's bandwidth", "at most `bandwidth`"}},
+      {"achieved fraction above 1",
+       replace_line(11, "    - {between: [\"gpu[0-1]\", sw], type: pcie, bandwidth: 15.75GBps, achieved_fraction: 1.2, latency: 0.5us}"),
+       {}, {"bad.yaml: node.links[1].achieved_fraction (line 11)", "must be in (0, 1], got 1.2", "e.g. 0.9"}},
+      {"zero achieved fraction", replace_line(10, "    - {between: [gpu0, gpu1], type: nvlink, lanes: 2, achieved_fraction: 0, latency: 0.6us}"),
+       {}, {"bad.yaml: node.links[0].achieved_fraction (line 10)", "must be in (0, 1], got 0"}},
+      {"achieved fraction as a percentage",
+       replace_line(12, "    - {between: [nic0, sw], type: pcie, bandwidth: 15.75GBps, achieved_fraction: 90%, latency: 0.5us}"),
+       {}, {"bad.yaml: node.links[2].achieved_fraction (line 12)", "'90%' is not a number"}},
+      {"achieved fraction of the NVSwitch", kGood + "  nvswitch: {latency: 0.3us, achieved_fraction: 1.5}\n", {},
+       {"bad.yaml: node.nvswitch.achieved_fraction (line 13)", "must be in (0, 1], got 1.5"}},
+      {"-p achieved fraction", kGood, {"node.nvswitch.latency=0.3us", "node.nvswitch.achieved_fraction=2"},
+       {"bad.yaml: node.nvswitch.achieved_fraction (set by -p node.nvswitch.achieved_fraction=2)", "(0, 1]"}},
       {"pageable copy rate on a GPU", replace_line(6, "    - {name: \"gpu[0-1]\", kind: gpu, pageable_copy_bandwidth: 10GBps}"), {},
        {"bad.yaml: node.vertices[0].pageable_copy_bandwidth (line 6)", "only a CPU", "vertex of kind cpu"}},
       {"zero pageable copy rate", replace_line(8, "    - {name: cpu0, kind: cpu, pageable_copy_bandwidth: 0GBps}"), {},
@@ -156,6 +186,28 @@ TEST(LoaderErrors, GoodBaseLoads) {
   EXPECT_EQ(p.gpu_count(), 2);
   EXPECT_EQ(p.source, "good.yaml");
   EXPECT_DOUBLE_EQ(p.route(p.gpu_vertex(0), p.gpu_vertex(1)).bandwidth, 50e9);
+}
+
+TEST(LoaderErrors, FabricTiersLoad) {
+  PlatformOptions options;
+  options.overrides = {"nodes=4", "fabric.oversubscription=3:2", "fabric.nodes_per_leaf=2", "fabric.pxn=false"};
+  const Platform p = parse_platform(kGood, "good.yaml", options);
+  EXPECT_DOUBLE_EQ(p.fabric().oversubscription, 1.5);
+  EXPECT_EQ(p.fabric().nodes_per_leaf, 2);
+  EXPECT_FALSE(p.fabric().pxn);
+  // Two leaves of 2 nodes x 1 NIC: the last link is leaf 1's uplink, 2 NICs' rate over the taper.
+  EXPECT_DOUBLE_EQ(p.link(p.link_count() - 1).bandwidth(), 2 * p.fabric().nic_bandwidth / 1.5);
+  // Defaults: non-blocking, every node under one leaf, PXN on; a rail-optimized fabric may be
+  // tapered without leaf groups (its rails meet at the spine), and one node ignores the fabric.
+  options.overrides = {"nodes=2"};
+  const Platform plain = parse_platform(kGood, "good.yaml", options);
+  EXPECT_DOUBLE_EQ(plain.fabric().oversubscription, 1);
+  EXPECT_EQ(plain.fabric().nodes_per_leaf, 0);
+  EXPECT_TRUE(plain.fabric().pxn);
+  options.overrides = {"nodes=2", "fabric.kind=rail-optimized", "fabric.oversubscription=2"};
+  EXPECT_DOUBLE_EQ(parse_platform(kGood, "good.yaml", options).fabric().oversubscription, 2);
+  options.overrides = {"fabric.oversubscription=2"};
+  EXPECT_EQ(parse_platform(kGood, "good.yaml", options).nodes(), 1);
 }
 
 TEST(LoaderErrors, CliOptionsAreNamed) {

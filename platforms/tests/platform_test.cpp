@@ -28,7 +28,7 @@ void add_link(NodeTemplate& node, int a, int b, LinkType type, double gbps, doub
   l.type = type;
   l.a = a;
   l.b = b;
-  l.bandwidth = gbps * 1e9;
+  l.datasheet_bandwidth = gbps * 1e9;
   l.latency = latency_us * 1e-6;
   node.links.push_back(l);
 }
@@ -67,7 +67,7 @@ void expect_consistent(const Platform& p, int from, int to, const Route& r) {
     ASSERT_EQ(hop.forward ? l.a : l.b, at) << "hop does not start where the last ended";
     at = hop.forward ? l.b : l.a;
     lat += l.latency;
-    bw = std::min(bw, l.bandwidth);
+    bw = std::min(bw, l.bandwidth());
   }
   EXPECT_EQ(at, to);
   EXPECT_DOUBLE_EQ(r.latency, lat);
@@ -231,7 +231,8 @@ TEST(PlatformRouting, RailOptimizedCrossesSpineOnlyBetweenRails) {
   Fabric f = fat_tree();
   f.kind = FabricKind::rail_optimized;
   // Two NICs on the switch: every GPU's nearest NIC is nic0 (tie broken by NIC index), so
-  // build a node where gpu0/gpu1 sit near nic0 and gpu2/gpu3 near nic1.
+  // build a node where gpu0/gpu1 sit near nic0 and gpu2/gpu3 near nic1. No NVLink: PXN has no
+  // relay, so cross-rail traffic takes the spine.
   NodeTemplate n;
   for (int i = 0; i < 4; ++i) add_vertex(n, "gpu" + std::to_string(i), VertexKind::gpu);
   int sw0 = add_vertex(n, "sw0", VertexKind::pcie_switch), sw1 = add_vertex(n, "sw1", VertexKind::pcie_switch);
@@ -290,10 +291,12 @@ TEST(PlatformRouting, SixteenThousandGpuRingIsCheapAndConsistent) {
       ASSERT_EQ(r.hops.size(), 2u);  // gpu -> nvswitch -> gpu
     }
   }
-  // gpu7 of node 0 leaves by nic7 (rail 7) and enters node 1 for gpu0 by nic0: crosses the spine.
+  // gpu7 of node 0 (rail 7) to gpu0 of node 1 (rail 0): with PXN it relays over the NVSwitch to
+  // node 0's gpu0 and stays on rail 0 (gpu-nvswitch-gpu-nic-rail-nic-gpu), never the spine.
   const Route& r = p.route(p.gpu_vertex(7), p.gpu_vertex(8));
   expect_consistent(p, p.gpu_vertex(7), p.gpu_vertex(8), r);
   EXPECT_EQ(r.hops.size(), 6u);
+  for (const Hop& hop : r.hops) EXPECT_NE(p.vertex(p.link(hop.link).b).name, "spine");
 }
 
 TEST(PlatformRouting, ConcurrentQueriesAgree) {

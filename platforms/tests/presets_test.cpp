@@ -117,10 +117,10 @@ TEST(Presets, NoP2pPcieBouncesThroughHost) {
   // The x16 wire is full duplex; each GPU's staging is one resource for its sends and receives
   // (the data file's 11.09 GB/s one way, 8.0 GB/s in total both ways), and it bounds the route.
   EXPECT_FALSE(wire.half_duplex);
-  EXPECT_DOUBLE_EQ(wire.bandwidth, 15.75e9);
+  EXPECT_DOUBLE_EQ(wire.bandwidth(), 15.75e9);
   EXPECT_TRUE(staging.half_duplex);
-  EXPECT_DOUBLE_EQ(staging.bandwidth, 11.09e9);
-  EXPECT_DOUBLE_EQ(staging.two_way_bandwidth, 8.0e9);
+  EXPECT_DOUBLE_EQ(staging.bandwidth(), 11.09e9);
+  EXPECT_DOUBLE_EQ(staging.two_way_bandwidth(), 8.0e9);
   EXPECT_TRUE(p.link(r.hops[2].link).half_duplex);
   EXPECT_DOUBLE_EQ(r.bandwidth, 11.09e9);
 }

@@ -102,7 +102,7 @@ platforms::Platform staging_pair(double two_way) {
   add_vertex(n, "gpu1", platforms::VertexKind::gpu);
   add_link(n, 0, 1, platforms::LinkType::pcie, 10e9, 1e-6);
   n.links.back().half_duplex = true;
-  n.links.back().two_way_bandwidth = two_way;
+  n.links.back().datasheet_two_way_bandwidth = two_way;
   return make_platform(std::move(n));
 }
 

@@ -31,7 +31,7 @@ inline void add_link(platforms::NodeTemplate& node, int a, int b, platforms::Lin
   l.type = type;
   l.a = a;
   l.b = b;
-  l.bandwidth = bandwidth;
+  l.datasheet_bandwidth = bandwidth;
   l.latency = latency;
   node.links.push_back(l);
 }

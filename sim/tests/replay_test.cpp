@@ -328,7 +328,7 @@ TEST_F(ReplayTest, SendRecvMovesBytesOneWayOverTheRoute) {
     const bool forward = link.bytes_forward > 0;
     EXPECT_EQ(forward ? link.bytes_forward : link.bytes_backward, 64 * kMiB) << link.name;
     EXPECT_EQ(forward ? link.bytes_backward : link.bytes_forward, 0) << link.name;
-    expect_close(link.utilisation, 64 * kMiB / (platform_.link(link.link).bandwidth * p.iteration_time));
+    expect_close(link.utilisation, 64 * kMiB / (platform_.link(link.link).bandwidth() * p.iteration_time));
     EXPECT_EQ(link.type, "nvlink");
   }
 }

@@ -64,29 +64,46 @@ TEST(CliCollective, RingChainFactorScalesOnlyBroadcastAndReduce) {
   for (const char* op : {"allreduce", "allgather"}) EXPECT_DOUBLE_EQ(busbw(op, true), busbw(op, false)) << op;
 }
 
-// A calibrated link factor is what the wire achieves: NCCL still sizes its graph from the
-// links it detects (12 NVLinks, the NIC's port rate), so its channels and choice do not move;
-// the factor shows only where the achieved rate falls below NCCL's per-channel figures.
-TEST(CliCollective, LinkFactorsScaleTheWireNotNcclsView) {
-  auto run = [&](const char* preset, const char* nodes, const std::string& factor) {
+// A link's achieved fraction (the preset's `achieved_fraction`, or a calibrated factor on top)
+// is what the wire achieves: NCCL still sizes its graph from the links it detects (12 NVLinks,
+// the NIC's port rate), so its channels and choice do not move; the fraction shows only where
+// the achieved rate falls below NCCL's per-channel figures.
+TEST(CliCollective, AchievedFractionsScaleTheWireNotNcclsView) {
+  auto run = [&](const char* preset, const char* nodes, const std::string& fraction) {
     std::vector<std::string> args = {preset, "--op", "allreduce", "--size", "1GiB", "--nodes", nodes};
-    if (!factor.empty()) args.insert(args.end(), {"-p", factor});
+    if (!fraction.empty()) args.insert(args.end(), {"-p", fraction});
     return run_json(args);
   };
   struct Case {
     const char* preset;
     const char* nodes;
-    const char* type;
+    const char* key;
   };
-  for (const Case& c : {Case{"dgx-a100", "1", "nvlink"}, Case{"dgx-h100", "2", "network"}}) {
-    const std::string key = std::string("calibration.links.") + c.type + ".bandwidth_scale=";
+  for (const Case& c : {Case{"dgx-a100", "1", "calibration.links.nvlink.bandwidth_scale="},
+                        Case{"dgx-h100", "2", "calibration.links.network.bandwidth_scale="},
+                        Case{"dgx-a100", "1", "node.nvswitch.achieved_fraction="}}) {
+    const std::string key = c.key;
     const auto base = run(c.preset, c.nodes, "");
     const auto slight = run(c.preset, c.nodes, key + "0.97");
-    EXPECT_EQ(slight["channels"], base["channels"]) << c.type;
-    EXPECT_EQ(slight["schedule"], base["schedule"]) << c.type;
+    EXPECT_EQ(slight["channels"], base["channels"]) << key;
+    EXPECT_EQ(slight["schedule"], base["schedule"]) << key;
     const auto halved = run(c.preset, c.nodes, key + "0.3");
-    EXPECT_EQ(halved["channels"], base["channels"]) << c.type;
-    EXPECT_LT(halved["busbw_GBps"].get<double>(), 0.6 * base["busbw_GBps"].get<double>()) << c.type;
+    EXPECT_EQ(halved["channels"], base["channels"]) << key;
+    EXPECT_LT(halved["busbw_GBps"].get<double>(), 0.6 * base["busbw_GBps"].get<double>()) << key;
+  }
+}
+
+// For the engines a link achieving half its rate is a link rated at half: a ring allgather over
+// NVLinks achieving 0.5 of 25 GB/s each takes what one over 12.5 GB/s NVLinks takes.
+TEST(CliCollective, EnginesMoveDataAtTheAchievedRate) {
+  for (const char* engine : {"analytical", "event"}) {
+    auto time = [&](const std::string& setting) {
+      return run_json({"dgx-h100", "--op", "allgather", "--size", "256MiB", "--algo", "ring", "--engine", engine,
+                       "-p", setting})["time_s"].get<double>();
+    };
+    const double achieved = time("node.nvswitch.achieved_fraction=0.5");
+    EXPECT_NEAR(achieved, time("gpu.nvlink_bandwidth=12.5GBps"), 1e-9 * achieved) << engine;
+    EXPECT_GT(achieved, 1.8 * time("node.nvswitch.achieved_fraction=1")) << engine;
   }
 }
 
