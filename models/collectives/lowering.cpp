@@ -207,19 +207,25 @@ int endpoint_vertex(const Schedule& s, const CollectiveContext& ctx, int endpoin
                                  : s.switch_vertices.at(static_cast<std::size_t>(endpoint - s.spec.ranks));
 }
 
-Seconds uncontended_makespan(const Schedule& s, const CollectiveContext& ctx,
-                             const std::function<Seconds(const Step&)>& busy) {
+Seconds step_route_latency(const Schedule& s, const CollectiveContext& ctx, const Step& step) {
+  if (step.is_codec()) return 0;
+  const int src = endpoint_vertex(s, ctx, step.src), dst = endpoint_vertex(s, ctx, step.dst);
+  if (step.via < 0) return ctx.platform.route(src, dst).latency;
+  const int via = endpoint_vertex(s, ctx, step.via);   // a relay: src -> via -> dst, as the engines route it
+  return ctx.platform.route(src, via).latency + ctx.platform.route(via, dst).latency;
+}
+
+Seconds uncontended_makespan(const Schedule& s, const CollectiveContext& ctx, const StepBusy& busy) {
   ScheduleClock clock(s.pairs(), 0, 0);
-  for (const Round& round : s.rounds) {
+  for (std::size_t r = 0; r < s.rounds.size(); ++r) {
+    const Round& round = s.rounds[r];
     std::vector<TimedStep> steps;
     steps.reserve(round.steps.size());
-    for (const Step& step : round.steps) {
+    for (std::size_t i = 0; i < round.steps.size(); ++i) {
+      const Step& step = round.steps[i];
       const int src = s.pair_of(step.src, step.channel, step.src_lane);
       const int dst = s.pair_of(step.dst, step.channel, step.dst_lane);
-      const Seconds latency =
-          step.is_codec() ? 0
-                          : ctx.platform.route(endpoint_vertex(s, ctx, step.src), endpoint_vertex(s, ctx, step.dst)).latency;
-      steps.push_back({src, dst, busy(step), latency});
+      steps.push_back({src, dst, busy(r, i), step_route_latency(s, ctx, step)});
     }
     clock.run_round(steps, round.repeat);
   }

@@ -92,10 +92,15 @@ void append_channel_chains(Schedule& s, const std::vector<std::vector<int>>& cha
 /// @brief The platform vertex of a schedule endpoint: a rank's GPU or a switch vertex.
 int endpoint_vertex(const Schedule& s, const CollectiveContext& ctx, int endpoint);
 
+/// @brief The latency a step's data take to arrive: its route's, or both legs' for a relayed
+/// step (Step::via), none for a codec step.
+Seconds step_route_latency(const Schedule& s, const CollectiveContext& ctx, const Step& step);
+
 /// @brief The schedule's makespan on an uncontended platform: every step runs through the
-/// dependency clock (models/schedule_clock.hpp, no credits) occupying its sender `busy(step)`
-/// and arriving its route's latency later (codec steps: no latency).
-Seconds uncontended_makespan(const Schedule& s, const CollectiveContext& ctx,
-                             const std::function<Seconds(const Step&)>& busy);
+/// dependency clock (models/schedule_clock.hpp, no credits) occupying its sender `busy`
+/// and arriving step_route_latency later.
+/// `busy(round, step)` indexes Schedule::rounds and that round's steps.
+using StepBusy = std::function<Seconds(std::size_t round, std::size_t step)>;
+Seconds uncontended_makespan(const Schedule& s, const CollectiveContext& ctx, const StepBusy& busy);
 
 }  // namespace stepsim::models::lowering

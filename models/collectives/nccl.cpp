@@ -149,8 +149,8 @@ double nvls_hardware_bound(const CollectiveSpec& spec, const nccl::NcclSystem& s
 
 Seconds inherent_latency(const Schedule& s, const CollectiveContext& ctx, bool fluid) {
   const double cap = s.protocol.per_step_bandwidth_cap;
-  const Seconds makespan = lowering::uncontended_makespan(s, ctx, [&](const Step& step) {
-    return fluid ? s.protocol.step_latency + step.wire_bytes / cap : 0.0;
+  const Seconds makespan = lowering::uncontended_makespan(s, ctx, [&](std::size_t r, std::size_t i) {
+    return fluid ? s.protocol.step_latency + s.rounds[r].steps[i].wire_bytes / cap : 0.0;
   });
   const Seconds stream = fluid ? s.num_blocks * (s.protocol.step_latency + s.piece_bytes() / cap) : 0.0;
   return std::max(0.0, makespan - stream);

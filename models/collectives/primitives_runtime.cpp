@@ -2,7 +2,10 @@
 #include "models/collectives/primitives_runtime.hpp"
 
 #include <cstdio>
+#include <algorithm>
 #include <limits>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,37 @@ struct Candidate {
   Seconds time = 0;
 };
 
+/// The schedule's makespan when each round's steps share the directed links they cross evenly
+/// (the analytical engine's rule, sim/analytical.hpp, without its protocol caps): a step is
+/// busy for the handover plus its bytes at the narrowest such share of its route.
+Seconds shared_link_makespan(const Schedule& s, const CollectiveContext& ctx, Seconds handover, double efficiency) {
+  std::vector<std::vector<Seconds>> busy(s.rounds.size());
+  for (std::size_t r = 0; r < s.rounds.size(); ++r) {
+    const Round& round = s.rounds[r];
+    std::map<std::pair<int, bool>, int> crossing;   // (link, forward) -> steps of the round on it
+    std::vector<const platforms::Route*> routes;
+    for (const Step& step : round.steps) {
+      routes.push_back(step.is_codec() ? nullptr
+                                       : &ctx.platform.route(lowering::endpoint_vertex(s, ctx, step.src),
+                                                             lowering::endpoint_vertex(s, ctx, step.dst)));
+      if (routes.back())
+        for (const platforms::Hop& hop : routes.back()->hops) ++crossing[{hop.link, hop.forward}];
+    }
+    for (std::size_t i = 0; i < round.steps.size(); ++i) {
+      const Step& step = round.steps[i];
+      if (!routes[i]) {
+        busy[r].push_back(step.codec_time);
+        continue;
+      }
+      double rate = std::numeric_limits<double>::infinity();
+      for (const platforms::Hop& hop : routes[i]->hops)
+        rate = std::min(rate, ctx.platform.link(hop.link).bandwidth() * efficiency / crossing[{hop.link, hop.forward}]);
+      busy[r].push_back(handover + step.wire_bytes / rate);
+    }
+  }
+  return lowering::uncontended_makespan(s, ctx, [&](std::size_t r, std::size_t i) { return busy[r][i]; });
+}
+
 Candidate price(const Schedule& s, const CollectiveContext& ctx, Proto proto, nccl::IntraPath intra) {
   const nccl::VersionConstants& head = nccl::head_version();
   const int ring = static_cast<int>(nccl::Algo::ring);
@@ -34,12 +68,7 @@ Candidate price(const Schedule& s, const CollectiveContext& ctx, Proto proto, nc
   c.launch = head.base_lat[ring][static_cast<int>(proto)] * 1e-6;
   const double efficiency = c.protocol.efficiency;
   const Seconds handover = c.protocol.step_latency;
-  c.time = c.launch + lowering::uncontended_makespan(s, ctx, [&](const Step& step) {
-             if (step.is_codec()) return step.codec_time;
-             const platforms::Route& route = ctx.platform.route(lowering::endpoint_vertex(s, ctx, step.src),
-                                                                lowering::endpoint_vertex(s, ctx, step.dst));
-             return handover + step.wire_bytes / (route.bandwidth * efficiency);
-           });
+  c.time = c.launch + shared_link_makespan(s, ctx, c.protocol.step_latency, c.protocol.efficiency);
   return c;
 }
 
@@ -65,7 +94,7 @@ void apply_primitives_runtime(Schedule& s, const CollectiveContext& ctx) {
   char note[160];
   std::snprintf(note, sizeof note, "runtime: kernels on NCCL's primitives, protocol %s (launch %.1f us, +%.1f us per step);",
                 best.protocol.name.c_str(), best.launch * 1e6, best.protocol.step_latency * 1e6);
-  s.notes.push_back(note + std::string(" uncontended estimates (us):") + alternatives);
+  s.notes.push_back(note + std::string(" estimates with links shared per round (us):") + alternatives);
 }
 
 }  // namespace stepsim::models

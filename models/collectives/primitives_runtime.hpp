@@ -13,8 +13,9 @@
 ///    added, as the sender's handover (Protocol::step_latency);
 ///  - wire efficiency: LL 8/16, LL128 120/128, Simple 1;
 ///  - LL128 only where NCCL enables it: sm70+ GPUs whose intra-node paths are all NVLink;
-///  - the protocol: the fastest of the candidates on the schedule's uncontended makespan
-///    (lowering::uncontended_makespan), as NCCL's tuner picks by its own closed form.
+///  - the protocol: the fastest of the candidates on the schedule's makespan with each round's
+///    steps sharing the links they cross evenly (the analytical engine's rule), as NCCL's tuner
+///    picks by its own closed form.
 ///
 /// Contract: pure; applies only to schedules still on the "ideal" protocol (NCCL's lowering
 /// sets its own) unless AlgorithmOptions::ideal_runtime asks for the idealised schedule, and
