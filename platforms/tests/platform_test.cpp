@@ -5,33 +5,13 @@
 
 #include "platforms/config_error.hpp"
 #include "platforms/platform.hpp"
+#include "platforms/tests/node_builder.hpp"
 
 namespace stepsim::platforms {
 namespace {
 
-int add_vertex(NodeTemplate& node, std::string name, VertexKind kind) {
-  Vertex v;
-  v.name = std::move(name);
-  v.kind = kind;
-  if (kind == VertexKind::gpu) {
-    v.local_gpu = static_cast<int>(node.gpus.size());
-    node.gpus.push_back(static_cast<int>(node.vertices.size()));
-  }
-  if (kind == VertexKind::nic) node.nics.push_back(static_cast<int>(node.vertices.size()));
-  node.vertices.push_back(v);
-  return static_cast<int>(node.vertices.size()) - 1;
-}
-
-void add_link(NodeTemplate& node, int a, int b, LinkType type, double gbps, double latency_us) {
-  Link l;
-  l.name = node.vertices[a].name + "-" + node.vertices[b].name;
-  l.type = type;
-  l.a = a;
-  l.b = b;
-  l.datasheet_bandwidth = gbps * 1e9;
-  l.latency = latency_us * 1e-6;
-  node.links.push_back(l);
-}
+using testing::add_link;
+using testing::add_vertex;
 
 // gpu0 = gpu1 (50 GB/s NVLink); gpu0 - gpu2 (25 GB/s NVLink); gpu3 has no NVLink.
 // Every GPU hangs off one PCIe switch (12 GB/s) that also holds the node's NIC.

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "platforms/tests/node_builder.hpp"
 #include "sim/tests/fixtures.hpp"
 
 namespace stepsim::sim::testing {
@@ -18,26 +19,10 @@ constexpr int kGpus = 4;  // per node
 // and a PXN relay adds the NVSwitch's 0.6 us.
 platforms::Platform cluster(int nodes, platforms::FabricKind kind, double oversubscription, int nodes_per_leaf,
                             bool pxn) {
-  platforms::NodeTemplate n;
-  for (int g = 0; g < kGpus; ++g) add_vertex(n, "gpu" + std::to_string(g), platforms::VertexKind::gpu);
-  const int sw = add_vertex(n, "nvswitch", platforms::VertexKind::nvswitch);
-  for (int g = 0; g < kGpus; ++g) add_link(n, g, sw, platforms::LinkType::nvlink, 100e9, 0.3 * kUs);
-  for (int g = 0; g < kGpus; ++g) {
-    const int nic = add_vertex(n, "nic" + std::to_string(g), platforms::VertexKind::nic);
-    n.nics.push_back(nic);
-    add_link(n, g, nic, platforms::LinkType::pcie, 50e9, 0.5 * kUs);
-  }
-  platforms::Fabric f;
-  f.kind = kind;
-  f.nic_bandwidth = 10e9;
-  f.nic_latency = 2 * kUs;
-  f.switch_latency = 0.5 * kUs;
-  f.oversubscription = oversubscription;
-  f.nodes_per_leaf = nodes_per_leaf;
-  f.pxn = pxn;
+  const platforms::Fabric f = platforms::testing::rail_fabric(kind, oversubscription, nodes_per_leaf, pxn);
   platforms::GpuModel gpu;
   gpu.name = "test-gpu";
-  return platforms::Platform("fabric-cluster", gpu, std::move(n), nodes, f);
+  return platforms::Platform("fabric-cluster", gpu, platforms::testing::rail_node(), nodes, f);
 }
 
 // GPU i of node 0 sends `bytes` to GPU i of node 1, all four at once.
