@@ -24,11 +24,13 @@ struct Candidate {
   Seconds time = 0;
 };
 
-/// The schedule's makespan when each round's steps share the directed links they cross evenly
-/// (the analytical engine's rule, sim/analytical.hpp, without its protocol caps): a step is
-/// busy for the handover plus its bytes at the narrowest such share of its route.
-Seconds shared_link_makespan(const Schedule& s, const CollectiveContext& ctx, Seconds handover, double efficiency) {
-  std::vector<std::vector<Seconds>> busy(s.rounds.size());
+/// Per round and step, its bytes' time at full wire efficiency when each round's steps share the
+/// directed links they cross evenly (the analytical engine's rule, sim/analytical.hpp, without
+/// its protocol caps): the narrowest such share of its route. Codec steps: 0 (they cost their
+/// codec time whatever the protocol).
+using WireTimes = std::vector<std::vector<Seconds>>;
+WireTimes shared_wire_times(const Schedule& s, const CollectiveContext& ctx) {
+  WireTimes times(s.rounds.size());
   for (std::size_t r = 0; r < s.rounds.size(); ++r) {
     const Round& round = s.rounds[r];
     std::map<std::pair<int, bool>, int> crossing;   // (link, forward) -> steps of the round on it
@@ -41,21 +43,18 @@ Seconds shared_link_makespan(const Schedule& s, const CollectiveContext& ctx, Se
         for (const platforms::Hop& hop : routes.back()->hops) ++crossing[{hop.link, hop.forward}];
     }
     for (std::size_t i = 0; i < round.steps.size(); ++i) {
-      const Step& step = round.steps[i];
-      if (!routes[i]) {
-        busy[r].push_back(step.codec_time);
-        continue;
-      }
       double rate = std::numeric_limits<double>::infinity();
-      for (const platforms::Hop& hop : routes[i]->hops)
-        rate = std::min(rate, ctx.platform.link(hop.link).bandwidth() * efficiency / crossing[{hop.link, hop.forward}]);
-      busy[r].push_back(handover + step.wire_bytes / rate);
+      if (routes[i])
+        for (const platforms::Hop& hop : routes[i]->hops)
+          rate = std::min(rate, ctx.platform.link(hop.link).bandwidth() / crossing[{hop.link, hop.forward}]);
+      times[r].push_back(routes[i] ? round.steps[i].wire_bytes / rate : 0.0);
     }
   }
-  return lowering::uncontended_makespan(s, ctx, [&](std::size_t r, std::size_t i) { return busy[r][i]; });
+  return times;
 }
 
-Candidate price(const Schedule& s, const CollectiveContext& ctx, Proto proto, nccl::IntraPath intra) {
+Candidate price(const Schedule& s, const CollectiveContext& ctx, const WireTimes& wire, Proto proto,
+                nccl::IntraPath intra) {
   const nccl::VersionConstants& head = nccl::head_version();
   const int ring = static_cast<int>(nccl::Algo::ring);
   const int path = intra == nccl::IntraPath::nvlink ? 0 : 1;
@@ -66,9 +65,11 @@ Candidate price(const Schedule& s, const CollectiveContext& ctx, Proto proto, nc
   c.protocol.efficiency = nccl::wire_efficiency(proto);
   c.protocol.step_latency = hop_us * 1e-6;
   c.launch = head.base_lat[ring][static_cast<int>(proto)] * 1e-6;
-  const double efficiency = c.protocol.efficiency;
-  const Seconds handover = c.protocol.step_latency;
-  c.time = c.launch + shared_link_makespan(s, ctx, c.protocol.step_latency, c.protocol.efficiency);
+  c.time = c.launch + lowering::uncontended_makespan(s, ctx, [&](std::size_t r, std::size_t i) {
+             const Step& step = s.rounds[r].steps[i];
+             return step.is_codec() ? step.codec_time
+                                    : c.protocol.step_latency + wire[r][i] / c.protocol.efficiency;
+           });
   return c;
 }
 
@@ -79,11 +80,12 @@ void apply_primitives_runtime(Schedule& s, const CollectiveContext& ctx) {
   const nccl::NcclSystem sys = nccl::nccl_system(ctx);
   std::vector<Proto> candidates = {Proto::ll, Proto::simple};
   if (sys.sm >= 70 && sys.intra == nccl::IntraPath::nvlink) candidates.insert(candidates.begin() + 1, Proto::ll128);
+  const WireTimes wire = shared_wire_times(s, ctx);
   Candidate best;
   best.time = std::numeric_limits<double>::infinity();
   std::string alternatives;
   for (Proto proto : candidates) {
-    const Candidate c = price(s, ctx, proto, sys.intra);
+    const Candidate c = price(s, ctx, wire, proto, sys.intra);
     char text[64];
     std::snprintf(text, sizeof text, " %s=%.2f", c.protocol.name.c_str(), c.time * 1e6);
     alternatives += text;
