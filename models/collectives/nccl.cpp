@@ -139,7 +139,9 @@ nccl::Forced forced_choice(const AlgorithmOptions& options) {
 /// older release's model omits it, yet its NVLS kernels ran on the same switches, so NVLS
 /// channels never beat HEAD's estimate for the same choice (GB/s per launched channel).
 double nvls_hardware_bound(const CollectiveSpec& spec, const nccl::NcclSystem& sys, const nccl::Estimate& e,
-                           int channels) {
+                           const nccl::VersionConstants& version, bool forced_channels, int channels) {
+  // Unforced on HEAD, HEAD's estimate for the same choice is `e` itself.
+  if (&version == &nccl::head_version() && !forced_channels) return e.alg_bw / channels;
   nccl::Forced same;
   same.has_algo = same.has_proto = true;
   same.algo = e.algo;
@@ -190,8 +192,8 @@ class Nccl : public Algorithm {
     lowering::require(*this, "nccl", spec, ctx);
     nccl::NcclSystem sys = nccl::nccl_system(ctx);
     if (nvls_disabled(ctx.options)) sys.nvls = false;
-    const nccl::Tuning tuning = nccl::nccl_tune(spec.op, spec.bytes, sys, forced_choice(ctx.options),
-                                                      nccl::nccl_version(ctx.options));
+    const nccl::VersionConstants& version = nccl::nccl_version(ctx.options);
+    const nccl::Tuning tuning = nccl::nccl_tune(spec.op, spec.bytes, sys, forced_choice(ctx.options), version);
     const nccl::Estimate& e = tuning.choice;
     const int graph_channels = std::max(1, e.channels);
     const bool p2p = spec.op == CollectiveOp::alltoall || spec.op == CollectiveOp::sendrecv;
@@ -200,14 +202,14 @@ class Nccl : public Algorithm {
     const int peers = spec.op == CollectiveOp::alltoall ? spec.ranks - 1 : 1;
     const std::optional<nccl::P2pChannels> p2p_split =
         p2p && ctx.options.channels <= 0
-            ? nccl::p2p_channels(ctx, sys, tuning.graphs, nccl::nccl_version(ctx.options),
+            ? nccl::p2p_channels(ctx, sys, tuning.graphs, version,
                                  spec.op == CollectiveOp::alltoall ? spec.bytes / spec.ranks : spec.bytes)
             : std::nullopt;
     // The channels NCCL launches (fewer for small messages, NVLS's own count) unless forced.
     const int channels = p2p_split                             ? p2p_split->per_peer
                          : p2p || ctx.options.channels > 0 ? graph_channels
                              : nccl::launch_channels(e.algo, e.proto, spec.bytes, sys.ranks, graph_channels,
-                                                     nccl::nvls_channels(nccl::nccl_version(ctx.options), sys));
+                                                     nccl::nvls_channels(version, sys));
 
     // Pipeline chunks per channel. LL and LL128 forward every line as soon as its flag
     // arrives (prims_ll.h / prims_ll128.h: each thread polls its own lines and passes them on),
@@ -267,7 +269,7 @@ class Nccl : public Algorithm {
     }
     if (spec.op == CollectiveOp::alltoall && n > 1) per_channel = e.alg_bw * (n - 1.0) / n / graph_channels / (n - 1);
     if (nvls) {
-      per_channel = std::min(per_channel, nvls_hardware_bound(spec, sys, e, channels));
+      per_channel = std::min(per_channel, nvls_hardware_bound(spec, sys, e, version, ctx.options.channels > 0, channels));
       // AllGather/ReduceScatter: a rank's n blocks cross its channel at once (multicast out
       // or reduced in), each at 1/n of the channel, so the rank moves its bytes at algBw.
       if (spec.op != CollectiveOp::allreduce) per_channel /= n;
