@@ -44,11 +44,26 @@ void YamlReader::apply_override(YAML::Node& root, const std::string& assignment,
   }
   if (parts.back().empty()) throw ConfigError(label, "empty key segment", fix);
   YAML::Node target = at[parts.back()];
-  if (target && !target.IsScalar())
+  if (target && target.IsMap())
     throw ConfigError(label, "'" + key + "' is a section, not a single value",
                       "override one of its keys, e.g. " + key + ".NAME=VALUE");
-  at[parts.back()] = value;
+  at[parts.back()] = value.front() == '[' ? flow_list(value, label) : YAML::Node(value);
   overrides_[key] = label;
+}
+
+YAML::Node YamlReader::flow_list(const std::string& value, const std::string& label) {
+  // A list value (e.g. fabric.nccl_protocols=[Simple]) is read as a YAML flow sequence of scalars.
+  const std::string fix = "write a list of plain values, e.g. -p fabric.nccl_protocols=[LL,Simple]";
+  YAML::Node list;
+  try {
+    list = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(label, "not a YAML list: " + e.msg, fix);
+  }
+  if (!list.IsSequence()) throw ConfigError(label, "not a YAML list", fix);
+  for (const YAML::Node& item : list)
+    if (!item.IsScalar()) throw ConfigError(label, "a list item is not a plain value", fix);
+  return list;
 }
 
 std::string YamlReader::where(const std::string& path, const YAML::Node& node) const {

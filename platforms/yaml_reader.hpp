@@ -22,6 +22,7 @@ class YamlReader {
 
   /// @brief Applies `key.path=value` to `root`, creating maps on the way. `label` names the
   /// flag in errors (e.g. "-p nodes=4" or "--nodes 4").
+  /// A value starting with '[' is a YAML flow list of plain values (-p fabric.nccl_protocols=[Simple]).
   void apply_override(YAML::Node& root, const std::string& assignment, const std::string& label);
 
   /// @brief "origin: path (line N)" for a node at `path`.
@@ -46,6 +47,7 @@ class YamlReader {
   const std::string& origin() const { return origin_; }
 
  private:
+  static YAML::Node flow_list(const std::string& value, const std::string& label);
   std::string origin_;
   std::map<std::string, std::string> overrides_;  ///< key path -> flag text that set it
 };

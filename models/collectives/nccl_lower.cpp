@@ -271,13 +271,20 @@ Schedule lower_nvls(const CollectiveSpec& spec, const CollectiveContext& ctx, in
     std::vector<StagedEdge> e;
     if (nn == 1) {
       // multimem.ld_reduce / st: every rank's contribution reduces in the switch, which
-      // multicasts the sum to every rank.
+      // multicasts the sum to every rank. NCCL's scatter, reduce and gather warps run
+      // concurrently here too, but this form keeps one lane: the NVLS handover
+      // (nccl_slices.cpp, 3.5 us) was fitted on it, and two lanes without a re-fit move
+      // azure-h100 from 5.5 to 14.1 % (sizes >= 1 MiB).
       for (int r : orders.front()) {
         e.push_back({r, sw[0], Combine::reduce, 0});
         e.push_back({sw[0], r, Combine::replace, 1});
       }
     } else {
-      // NVLSTree: node sums meet over a tree of the channel's head GPUs.
+      // NVLSTree: node sums meet over a tree of the channel's head GPUs. NCCL runs the way up
+      // (scatter into the switch, reduce from it, send to the parent) and the way down
+      // (receive from the parent, multicast, gather) in thread groups of their own
+      // (all_reduce.h, NVLS_TREE: scatter/reduce/bcast/gather warps), so they are two lanes;
+      // the root's reduce group also broadcasts.
       const int tree = channels > 1 ? c % 2 : 0;
       int dn = 0;
       for (int j = 0; j < nn; ++j) dn = std::max(dn, node_depth(j, nn, tree));
@@ -289,20 +296,23 @@ Schedule lower_nvls(const CollectiveSpec& spec, const CollectiveContext& ctx, in
         // The head keeps its own contribution and receives the rest of its node's sum as a
         // reduction: a replace here would be unordered with a child head's reduction into the
         // same cell (nothing in the dependency contract orders the two).
+        const int head_down = pj < 0 ? kUpLane : kDownLane;
+        const int sw_j = sw[static_cast<std::size_t>(j)];
         if (local.size() > 1) {
           for (int r : local)
-            if (r != head) e.push_back({r, sw[static_cast<std::size_t>(j)], Combine::reduce, 0});
-          e.push_back({sw[static_cast<std::size_t>(j)], head, Combine::reduce, 1});
+            if (r != head) e.push_back({r, sw_j, Combine::reduce, 0, kUpLane, kUpLane});
+          e.push_back({sw_j, head, Combine::reduce, 1, kUpLane, kUpLane});
         }
         if (pj >= 0) {
           const int phead = orders[static_cast<std::size_t>(pj)].front();
-          e.push_back({head, phead, Combine::reduce, 2 + dn - d});
-          e.push_back({phead, head, Combine::replace, 2 + dn + d - 1});
+          const int parent_down = node_parent(pj, nn, tree) < 0 ? kUpLane : kDownLane;
+          e.push_back({head, phead, Combine::reduce, 2 + dn - d, kUpLane, kUpLane});
+          e.push_back({phead, head, Combine::replace, 2 + dn + d - 1, parent_down, kDownLane});
         }
         if (local.size() > 1) {
-          e.push_back({head, sw[static_cast<std::size_t>(j)], Combine::replace, 2 + dn + d});
+          e.push_back({head, sw_j, Combine::replace, 2 + dn + d, head_down, kDownLane});
           for (int r : local)
-            if (r != head) e.push_back({sw[static_cast<std::size_t>(j)], r, Combine::replace, 3 + dn + d});
+            if (r != head) e.push_back({sw_j, r, Combine::replace, 3 + dn + d, kDownLane, kDownLane});
         }
       }
     }
@@ -311,6 +321,7 @@ Schedule lower_nvls(const CollectiveSpec& spec, const CollectiveContext& ctx, in
   const int k = spec.ranks < 2 ? 1 : chunks(staged_depth(edges));
   s.num_blocks = k;
   s.block_bytes = spec.bytes / k;
+  if (nn > 1) s.lanes = 2;
   append_staged(s, edges, k);
   return s;
 }

@@ -158,6 +158,10 @@ std::vector<Case> cases() {
        substitute(replace_line(10, "    # no NVLink"), "{name: nic0, kind: nic}",
                   "{name: nic0, kind: nic}\n    - {name: cpu0, kind: cpu}") + "  p2p: {disabled: all}\n",
        {}, {"bad.yaml: node.links", "no route from gpu0 to gpu1 through a CPU", "link a vertex of kind cpu"}},
+      {"override list unclosed", kGood, {"nodes=2", "fabric.nccl_protocols=[LL, Simple"},
+       {"-p fabric.nccl_protocols=[LL, Simple", "not a YAML list", "-p fabric.nccl_protocols=[LL,Simple]"}},
+      {"override list of maps", kGood, {"nodes=2", "fabric.nccl_protocols=[{a: 1}]"},
+       {"a list item is not a plain value"}},
       {"multi-node without NIC", substitute(replace_line(8, "    - {name: cpu0, kind: cpu}"), "[nic0, sw]", "[cpu0, sw]"), {"nodes=2"},
        {"bad.yaml: node.vertices (line 6)", "2 nodes need NICs"}},
   };

@@ -190,6 +190,9 @@ TEST(Presets, NetPluginProtocolsFollowTheNic) {
   EXPECT_TRUE(load_platform("dgx-h100", options).fabric().nccl_protocols.empty());
   options.overrides = {"fabric.nic=EFA-100"};
   EXPECT_EQ(load_platform("dgx-h100", options).fabric().nccl_protocols, std::vector<std::string>{"Simple"});
+  // A list value on the command line is a YAML flow list.
+  options.overrides = {"fabric.nccl_protocols=[LL, Simple]"};
+  EXPECT_EQ(load_platform("dgx-h100", options).fabric().nccl_protocols, (std::vector<std::string>{"LL", "Simple"}));
 }
 
 TEST(Presets, UnknownNameListsPresets) {
