@@ -65,6 +65,35 @@ TEST(NcclLowering, ForcedAlgorithmsPassTheChecker) {
     }
 }
 
+TEST(NcclLowering, NvlsTreeRunsItsWayUpAndWayDownInTwoLanes) {
+  // NCCL's NVLSTree kernel reduces up (scatter, reduce, send to the parent node) and
+  // broadcasts down (receive, multicast, gather) in warp groups of their own (all_reduce.h),
+  // so a chunk's way down never waits behind a later chunk's way up at the same head:
+  // every reduction travels lane 0 at both ends and every result arrives on lane 1.
+  const Case c = make("dgx-h100", 2, 16);
+  AlgorithmOptions o;
+  o.extra = {{"algo", "nvls_tree"}};
+  const Schedule s = lower(c, CollectiveOp::allreduce, 1 << 30, o);
+  EXPECT_EQ(s.algorithm, "nccl:nvls_tree/Simple");
+  EXPECT_EQ(s.lanes, 2);
+  EXPECT_FALSE(check_schedule(s).has_value());
+  int up = 0, down = 0, inter_node = 0;
+  s.for_each_expanded([&](std::int64_t, const Step& step) {
+    if (step.combine == Combine::reduce) {
+      ++up;
+      EXPECT_EQ(step.src_lane, 0);
+      EXPECT_EQ(step.dst_lane, 0);
+    } else {
+      ++down;
+      EXPECT_EQ(step.dst_lane, 1);
+    }
+    inter_node += step.src < 16 && step.dst < 16 && step.src / 8 != step.dst / 8;
+  });
+  EXPECT_GT(up, 0);
+  EXPECT_GT(down, 0);
+  EXPECT_GT(inter_node, 0);
+}
+
 TEST(NcclLowering, NvlsOnDgxH100GoesThroughTheSwitch) {
   const Case c = make("dgx-h100", 1, 8);
   const Schedule s = lower(c, CollectiveOp::allreduce, 1 << 30);
