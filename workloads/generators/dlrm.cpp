@@ -64,10 +64,7 @@ class DlrmBuilder {
  public:
   DlrmBuilder(const DlrmConfig& config, const JobContext& job, const std::string& origin, const YamlReader& reader,
               const YAML::Node& doc)
-      : c_(config), job_(job), n_(job.ranks()), reader_(reader), doc_(doc) {
-    trace_.origin = origin;
-    trace_.ranks = n_;
-  }
+      : c_(config), job_(job), n_(job.ranks()), reader_(reader), doc_(doc), trace_(origin, job.ranks()) {}
 
   Trace build() {
     check_batch();
@@ -79,23 +76,22 @@ class DlrmBuilder {
       histograms_.push_back(reuse_histogram(t.distribution, t.table.rows, lookup_batch_ * t.table.pooling));
       hottest_.push_back(hottest_row_lookups(t.distribution, t.table.rows, lookup_batch_ * t.table.pooling));
     }
-    TraceBuilder tb(trace_);
     for (const char* group : {"embedding", "dense"}) {
       std::vector<int> all(static_cast<std::size_t>(n_));
       std::iota(all.begin(), all.end(), 0);
-      trace_.groups.push_back(ProcessGroup{group, {all}, std::vector<int>(static_cast<std::size_t>(n_), 0)});
+      trace_.group(ProcessGroup{group, {all}, std::vector<int>(static_cast<std::size_t>(n_), 0)});
     }
     double flops = 0;
     for (int r = 0; r < n_; ++r) {
-      RankBuilder rank(tb, c_.cuda_graphs ? 0 : c_.cpu_op_gap);
+      RankBuilder rank(trace_, c_.cuda_graphs ? 0 : c_.cpu_op_gap);
       flops += build_rank(r, rank);
-      trace_.program_of_rank.push_back(tb.program(rank.take()));
+      trace_.assign({r}, rank.take());
     }
     // CUDA graphs replay the whole iteration from one CPU call, so no per-kernel CPU launch.
-    if (c_.cuda_graphs) trace_.launch.cpu_launch = 0;
-    trace_.work = Work{static_cast<double>(batch_), "samples", flops / n_};
+    if (c_.cuda_graphs) trace_.launch().cpu_launch = 0;
+    trace_.work() = Work{static_cast<double>(batch_), "samples", flops / n_};
     add_notes();
-    return std::move(trace_);
+    return trace_.finish();
   }
 
  private:
@@ -710,7 +706,6 @@ class DlrmBuilder {
   static KernelSpec sgd_spec(double params) { return multi_tensor(pass_spec(params, 8, 4, 2)); }
 
   void add_notes() {
-    auto& notes = trace_.notes;
     std::string plan = std::string("embeddings ") + to_string(plan_.kind);
     if (plan_.kind == ShardingKind::table_wise) plan += " by planner " + plan_.planner;
     else if (doc_["sharding"] && doc_["sharding"]["planner"]) plan += " (sharding.planner unused: no whole tables)";
@@ -718,29 +713,29 @@ class DlrmBuilder {
                                    std::string(plan_.kind == ShardingKind::table_wise ? "whole tables fit"
                                                                                       : "whole tables do not fit") +
                                    ")";
-    notes.push_back(plan + "; per rank: " + describe_ranks());
-    if (plan_.kind == ShardingKind::table_wise) notes.push_back(describe_placement());
+    trace_.note(plan + "; per rank: " + describe_ranks());
+    if (plan_.kind == ShardingKind::table_wise) trace_.note(describe_placement());
     if (n_ > 1 && (plan_.kind == ShardingKind::table_wise || plan_.kind == ShardingKind::column_wise)) {
       const std::vector<Bytes> s = a2a_shares();
       if (std::any_of(s.begin(), s.end(), [&](Bytes si) { return si != s.front(); }))
-        notes.push_back("ranks send unequal pooled-embedding shares; every all-to-all uses Lin et al.'s \"max of "
+        trace_.note("ranks send unequal pooled-embedding shares; every all-to-all uses Lin et al.'s \"max of "
                         "max\" size " + mb(a2a_bytes()) +
                         " (n/(n-1) x the most bytes any rank sends or receives), so the busiest rank is timed");
     }
     if (plan_.kind == ShardingKind::row_wise)
-      notes.push_back("row-wise: every rank looks up its row block of every table for the whole batch; the partial "
+      trace_.note("row-wise: every rank looks up its row block of every table for the whole batch; the partial "
                       "pooled sums are reduce-scattered forward and their gradients all-gathered backward");
     if (c_.bottom_on_rank0)
-      notes.push_back("bottom MLP on rank 0 over the global batch (NVIDIA DeepLearningExamples); its output joins "
+      trace_.note("bottom MLP on rank 0 over the global batch (NVIDIA DeepLearningExamples); its output joins "
                       "the all-to-all and its gradients are not allreduced");
-    notes.push_back(std::to_string(buckets_) + " DDP allreduce buckets of " + format_size(c_.ddp_bucket) +
+    trace_.note(std::to_string(buckets_) + " DDP allreduce buckets of " + format_size(c_.ddp_bucket) +
                     " (fp32 gradients cut by bytes in reverse layer order; PyTorch's smaller first bucket and "
                     "parameter-boundary cuts are not modelled)");
     if (max_groups_ > 1)
-      notes.push_back("embedding lookups: one kernel per group of alike shards (up to " + std::to_string(max_groups_) +
+      trace_.note("embedding lookups: one kernel per group of alike shards (up to " + std::to_string(max_groups_) +
                       " on a rank), where FBGEMM's table-batched kernel is one launch");
     if (c_.cuda_graphs)
-      notes.push_back(std::string("CUDA graphs: no CPU launch cost per kernel") +
+      trace_.note(std::string("CUDA graphs: no CPU launch cost per kernel") +
                       (c_.graph_forward_backward
                            ? " of the forward and backward; the weight update runs after the graph, each kernel "
                              "launched by the CPU (" +
@@ -751,12 +746,12 @@ class DlrmBuilder {
                            : "") +
                       "; the GPU-side gap between kernels stays Lin et al.'s 5 us (measured without graphs)");
     if (!c_.cuda_graphs)
-      notes.push_back(fmt::format("CPU: {:.0f} us before every launch (Lin et al.'s mean op gap T1) plus the launch "
+      trace_.note(fmt::format("CPU: {:.0f} us before every launch (Lin et al.'s mean op gap T1) plus the launch "
                                   "model's cost",
                                   c_.cpu_op_gap * 1e6));
     const bool scaler = grad_scaler_outside_graph();
     if (sparse_gradient())
-      notes.push_back("embedding gradient: PyTorch's sparse COO gradient (one fp32 row per lookup), " +
+      trace_.note("embedding gradient: PyTorch's sparse COO gradient (one fp32 row per lookup), " +
                       std::string(c_.torch_embedding_bag ? "added by index_add_ with alpha -lr per table"
                                                          : "scaled by -lr and index_added into the rows") +
                       " by torch.optim.SGD (an atomic scatter-add at half the HBM roof)" +
@@ -764,11 +759,11 @@ class DlrmBuilder {
                       std::string(act_bytes_ < 4 ? "; the fp32 pooled rows and their gradient cast to and from fp16" : "") +
                       ", instead of one fused backward-and-update pass");
     if (c_.torch_embedding_bag)
-      notes.push_back("embedding lookups: PyTorch's nn.EmbeddingBag kernel, one launch per table, priced by its "
+      trace_.note("embedding lookups: PyTorch's nn.EmbeddingBag kernel, one launch per table, priced by its "
                       "dependent-load latency and the share of each table that misses L2 under uniform indices "
                       "(index_distribution is not used by this kernel model)");
     if (c_.mlp_epilogue != MlpEpilogue::fused)
-      notes.push_back(std::string("MLP layers: bias and ReLU as separate memory passes (") +
+      trace_.note(std::string("MLP layers: bias and ReLU as separate memory passes (") +
                       (c_.mlp_epilogue == MlpEpilogue::apex ? "NVIDIA apex MLP: bias+ReLU forward, ReLU gradient with "
                                                               "the bias reduction backward"
                                                             : "PyTorch nn.Linear + nn.ReLU: ReLU forward, ReLU gradient "
@@ -776,15 +771,15 @@ class DlrmBuilder {
                       "; the bias reduction's last CTA adds its split's partial sums one after another, "
                       "which outweighs the bytes on a tall batch)");
     if (c_.interaction == "dot" && !c_.fused_interaction)
-      notes.push_back("dot interaction as PyTorch runs it: cat, bmm, index_select of the lower triangle and cat "
+      trace_.note("dot interaction as PyTorch runs it: cat, bmm, index_select of the lower triangle and cat "
                       "forward; the index_select's index_add, both bmm gradients and their sums backward");
     if (c_.interaction_pad_to > 1)
-      notes.push_back("interaction output zero-padded to a multiple of " + std::to_string(c_.interaction_pad_to) +
+      trace_.note("interaction output zero-padded to a multiple of " + std::to_string(c_.interaction_pad_to) +
                       " values: the first top layer takes " + std::to_string(top_input()));
     if (c_.shared_process_group && n_ > 1)
-      notes.push_back("one process group: DDP's allreduces queue with the all-to-alls on the exchange's stream");
+      trace_.note("one process group: DDP's allreduces queue with the all-to-alls on the exchange's stream");
     if (c_.graph_forward_backward)
-      notes.push_back(fmt::format("each iteration starts after the previous one's device sync: {:.0f} us of CPU work "
+      trace_.note(fmt::format("each iteration starts after the previous one's device sync: {:.0f} us of CPU work "
                                   "(learning-rate scheduler, copies into the graph's inputs, graph launch); it ends "
                                   "with NVIDIA DLE's loop after the weight update: {}the loss sum, the next batch "
                                   "copied host-to-device (labels, int64 indices, dense features) and "
@@ -792,10 +787,10 @@ class DlrmBuilder {
                                   iteration_start_time() * 1e6,
                                   grad_scaler_outside_graph() ? "GradScaler's update, " : ""));
     if (c_.bottom_on_rank0 && n_ > 1 && plan_.kind != ShardingKind::data_parallel)
-      notes.push_back("NVIDIA DLE's exchange copies (one read and write each): a rank's vectors concatenated before the "
+      trace_.note("NVIDIA DLE's exchange copies (one read and write each): a rank's vectors concatenated before the "
                       "all-to-all, the received ones after it, the gradient split into contiguous pieces before the "
                       "backward one");
-    notes.push_back(std::string("not modelled: TorchRec's input all-to-all of indices (its pipeline overlaps it with the "
+    trace_.note(std::string("not modelled: TorchRec's input all-to-all of indices (its pipeline overlaps it with the "
                                 "previous iteration; NVIDIA's loader reads each GPU's indices directly), ") +
                     (scaler || act_bytes_ == 4 ? "AMP's casts of the MLP weights" : "AMP casts and loss scaling") +
                     (c_.graph_forward_backward ? ", the loader thread's reading of each batch" : ", the data loader and the host work between iterations"));
@@ -840,7 +835,7 @@ class DlrmBuilder {
   const int n_;
   const YamlReader& reader_;
   const YAML::Node& doc_;
-  Trace trace_;
+  TraceBuilder trace_;
   ShardingPlan plan_;
   int batch_ = 0;
   double lookup_batch_ = 0;

@@ -1,16 +1,13 @@
 #pragma once
-/// @file How the DLRM generator writes its trace: a TraceBuilder interns names, kernels and
-/// collectives and shares identical programs between ranks; a RankBuilder appends one rank's ops
-/// on the generator's three streams.
-///
-/// Contract: kernels are completed (models::complete_kernel) when added, so a trace the builders
-/// wrote validates; ranks whose ops come out identical share one Program (Trace's compact form).
+/// @file How the DLRM generator writes its trace: a RankBuilder appends one rank's ops on the
+/// generator's three streams through the shared TraceBuilder, which interns kernels and
+/// collectives and shares identical programs between ranks (workloads/trace_builder.hpp).
 #include <cstdint>
-#include <map>
 #include <string>
 
 #include "models/compute/kernel.hpp"
 #include "workloads/trace.hpp"
+#include "workloads/trace_builder.hpp"
 
 namespace stepsim::workloads::dlrm {
 
@@ -23,47 +20,29 @@ constexpr int kAllreduce = 2;       // DDP's gradient buckets
 constexpr int kEmbeddingGroup = 0;
 constexpr int kDenseGroup = 1;
 
-/// @brief Interns names, kernels and collectives of the trace and shares identical programs.
-class TraceBuilder {
- public:
-  explicit TraceBuilder(Trace& trace) : t_(trace) {}
-
-  int name(const std::string& text);
-  int kernel(models::KernelSpec spec, const std::string& label);
-  int collective(const CollectiveCall& added);
-  int program(Program program);
-
- private:
-  Trace& t_;
-  std::map<std::string, int> names_;
-};
-
-/// @brief One rank's program under construction.
+/// @brief One rank's program on the generator's three streams, written through the shared
+/// ProgramWriter (workloads/trace_builder.hpp).
 class RankBuilder {
  public:
   /// @param op_gap  CPU time before every kernel and collective (eager PyTorch: Lin et al.'s
   /// T1; 0 under a CUDA graph).
   RankBuilder(TraceBuilder& trace, Seconds op_gap);
 
-  void kernel(const std::string& name, models::KernelSpec spec);
+  void kernel(const std::string& name, const models::KernelSpec& spec) { w_.kernel(kCompute, name, spec); }
   /// `stream` records a fresh event that `waiter` then waits for.
   void handoff(int stream, int waiter, const std::string& event);
-  void collective(int stream, const std::string& name, const CollectiveCall& call);
+  void collective(int stream, const std::string& name, const CollectiveCall& call) { w_.collective(stream, name, call); }
   /// CPU time before the next op (a kernel launched outside the CUDA graph).
-  void cpu(const std::string& name, Seconds duration);
+  void cpu(const std::string& name, Seconds duration) { w_.cpu(name, duration); }
   /// A host-to-device copy on `stream` (named on first use) from a data loader's pageable memory:
   /// the driver stages it through the CPU, which waits for it.
   void upload(const std::string& stream, const std::string& name, Bytes bytes);
   /// The CPU waits for the whole device (a GPU value read on the host).
-  void device_sync(const std::string& name);
-  Program take() { return std::move(p_); }
+  void device_sync(const std::string& name) { w_.sync_device(name); }
+  Program take() { return w_.take(); }
 
  private:
-  void gap();
-
-  TraceBuilder& tb_;
-  Seconds op_gap_;
-  Program p_;
+  ProgramWriter w_;
 };
 
 /// @brief A collective of `bytes` (nccl-tests size) on process group `group`, NCCL's choice.

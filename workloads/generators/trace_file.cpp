@@ -11,6 +11,7 @@
 
 #include "models/compression/compressed_schedules.hpp"
 #include "platforms/config_error.hpp"
+#include "workloads/trace_builder.hpp"
 
 namespace stepsim::workloads {
 namespace {
@@ -68,19 +69,17 @@ struct Entry {
 class TraceParser {
  public:
   TraceParser(const YAML::Node& doc, const YamlReader& reader, const JobContext& job, const OpSource& ops)
-      : doc_(doc), reader_(reader), job_(job), ops_(ops), params_(doc["params"]) {}
+      : doc_(doc), reader_(reader), job_(job), ops_(ops), params_(doc["params"]), trace_(reader.origin(), job.ranks()) {}
 
   Trace parse() {
     reader_.check_keys(doc_, "", kTopKeys);
-    trace_.origin = reader_.origin();
-    trace_.ranks = job_.ranks();
     if (const YAML::Node description = doc_["description"]) reader_.get_string(description, "description");
     read_ranks();
     read_launch();
     read_params();
     read_groups();
     read_programs();
-    return std::move(trace_);
+    return trace_.finish();
   }
 
  private:
@@ -106,9 +105,9 @@ class TraceParser {
     if (!launch) return;
     reader_.check_keys(launch, "launch", {"cpu_launch", "kernel_gap"});
     if (const YAML::Node n = launch["cpu_launch"])
-      trace_.launch.cpu_launch = reader_.get_duration(n, "launch.cpu_launch");
+      trace_.launch().cpu_launch = reader_.get_duration(n, "launch.cpu_launch");
     if (const YAML::Node n = launch["kernel_gap"])
-      trace_.launch.kernel_gap = reader_.get_duration(n, "launch.kernel_gap");
+      trace_.launch().kernel_gap = reader_.get_duration(n, "launch.kernel_gap");
   }
 
   void read_params() {
@@ -231,8 +230,8 @@ class TraceParser {
           }
           owner = static_cast<int>(s);
         }
-      group_index_[group.name] = static_cast<int>(trace_.groups.size());
-      trace_.groups.push_back(std::move(group));
+      const std::string name = group.name;
+      group_index_[name] = trace_.group(std::move(group));
     }
   }
 
@@ -293,12 +292,11 @@ class TraceParser {
       world.subgroups.emplace_back();
       for (int rank = 0; rank < job_.ranks(); ++rank) world.subgroups[0].push_back(rank);
       world.subgroup_of_rank.assign(job_.ranks(), 0);
-      trace_.groups.push_back(std::move(world));
-      return group_index_[name] = static_cast<int>(trace_.groups.size()) - 1;
+      return group_index_[name] = trace_.group(std::move(world));
     }
     std::vector<std::string> names = {"world"};
-    for (const ProcessGroup& declared : trace_.groups)
-      if (declared.name != "world") names.push_back(declared.name);
+    for (int g = 0; g < trace_.group_count(); ++g)
+      if (trace_.group_at(g).name != "world") names.push_back(trace_.group_at(g).name);
     reader_.fail(value.path, value.node, "unknown group '" + name + "'",
                  "declare it under groups: (known: " + join(names) + ")");
   }
@@ -310,11 +308,11 @@ class TraceParser {
     if (!programs.IsSequence() || programs.size() == 0)
       reader_.fail("programs", programs, "expected a list of programs",
                    "write programs: [{ranks: all, streams: [compute], ops: [...]}]");
-    trace_.program_of_rank.assign(job_.ranks(), -1);
+    entry_of_rank_.assign(job_.ranks(), -1);
     for (std::size_t p = 0; p < programs.size(); ++p) read_program(programs[p], static_cast<int>(p));
     std::vector<int> idle;
     for (int rank = 0; rank < job_.ranks(); ++rank)
-      if (trace_.program_of_rank[rank] < 0) idle.push_back(rank);
+      if (entry_of_rank_[rank] < 0) idle.push_back(rank);
     if (!idle.empty())
       reader_.fail("programs", programs,
                    fmt::format("rank{} {} of the job run{} no program ({})", idle.size() == 1 ? "" : "s",
@@ -331,14 +329,14 @@ class TraceParser {
     entry.ranks = read_rank_set(reader_.require(node, path, "ranks"), path + ".ranks");
     entry.runs.assign(job_.ranks(), false);
     for (int rank : entry.ranks) {
-      int& program = trace_.program_of_rank[rank];
+      int& program = entry_of_rank_[rank];
       if (program >= 0)
         reader_.fail(path + ".ranks", node["ranks"], fmt::format("rank {} already runs programs[{}]", rank, program),
                      "list each rank in exactly one program");
       program = p;
       entry.runs[rank] = true;
     }
-    Program& program = trace_.programs.emplace_back();
+    Program program;
     const YAML::Node streams = reader_.require(node, path, "streams");
     if (!streams.IsSequence())
       reader_.fail(path + ".streams", streams, "expected a list of stream names",
@@ -357,6 +355,7 @@ class TraceParser {
     ops_(static_cast<std::size_t>(p), [&](const YAML::Node& op) {
       program.ops.push_back(read_op(op, fmt::format("{}.ops[{}]", path, index++), program, entry));
     });
+    trace_.assign(entry.ranks, std::move(program));
   }
 
   // --- ops ---------------------------------------------------------------------------------
@@ -396,14 +395,9 @@ class TraceParser {
     return op;
   }
 
-  int intern_name(const std::string& name) {
-    auto [it, added] = name_index_.try_emplace(name, static_cast<int>(trace_.names.size()));
-    if (added) trace_.names.push_back(name);
-    return it->second;
-  }
   int read_name(const OpNode& in, const std::string& fallback) {
     const std::optional<Value> name = field(in, "name");
-    return intern_name(name ? reader_.get_string(name->node, name->path) : fallback);
+    return trace_.name(name ? reader_.get_string(name->node, name->path) : fallback);
   }
 
   // `stream:` of an op; a program with one stream lets ops leave it out.
@@ -460,7 +454,7 @@ class TraceParser {
       const Value value = resolve(node, in.path + "." + key);
       spec.params[key] = reader_.get_number(value.node, value.path);
     }
-    op.kernel = intern_kernel(std::move(spec), in);
+    op.kernel = trace_.kernel(spec, reader_.where(in.path, in.node));
   }
 
   // The keys an op of kernel kind `name` takes, looked up once per kind.
@@ -471,25 +465,6 @@ class TraceParser {
     std::vector<std::string> keys = kKernelKeys;
     for (const models::KernelParam& param : model.params()) keys.push_back(param.name);
     return kernel_keys_.emplace(name, std::move(keys)).first->second;
-  }
-
-  // Exact text of a spec (shortest round-trip doubles), the key identical specs share.
-  static std::string kernel_key(const models::KernelSpec& spec) {
-    std::string key = fmt::format("{}|{}", spec.kind, models::to_string(spec.dtype));
-    for (const auto& [name, value] : spec.params) key += fmt::format("|{}={}", name, value);
-    for (double bin : spec.histogram) key += fmt::format("|{}", bin);
-    return key;
-  }
-
-  // Specs are completed once per distinct written form; completed specs that coincide (a
-  // default written out or left implicit) share one index.
-  int intern_kernel(models::KernelSpec spec, const OpNode& in) {
-    const std::string written = kernel_key(spec);
-    if (auto it = kernel_by_written_.find(written); it != kernel_by_written_.end()) return it->second;
-    models::complete_kernel(spec, reader_.where(in.path, in.node));
-    auto [it, added] = kernel_by_completed_.try_emplace(kernel_key(spec), static_cast<int>(trace_.kernels.size()));
-    if (added) trace_.kernels.push_back(std::move(spec));
-    return kernel_by_written_[written] = it->second;
   }
 
   void read_fixed_kernel(const OpNode& in, const Program& program, Op& op) {
@@ -548,7 +523,7 @@ class TraceParser {
     op.kind = OpKind::collective;
     op.stream = read_stream(in, program);
     op.name = read_name(in, models::to_string(call.op));
-    op.collective = intern_collective(std::move(call));
+    op.collective = trace_.collective(call);
   }
 
   // `compression: CODEC[:k=v]` with `compression_mode` and `compression_threshold`, as the
@@ -589,7 +564,7 @@ class TraceParser {
   void check_membership(Entry& entry, const CollectiveCall& call, const Value& group_value) const {
     auto [it, added] = entry.groups.try_emplace(call.group);
     Entry::GroupUse& use = it->second;
-    const ProcessGroup& group = trace_.groups[call.group];
+    const ProcessGroup& group = trace_.group_at(call.group);
     if (added) {
       use.smallest = job_.ranks();
       for (int rank : entry.ranks) {
@@ -614,18 +589,7 @@ class TraceParser {
           fmt::format("root is a rank within the subgroup: 0-{}", use.smallest - 1));
   }
 
-  int intern_collective(CollectiveCall call) {
-    std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(call.op), call.bytes, call.group,
-                                  call.root, call.algorithm, call.options.channels, call.options.chunk_bytes,
-                                  call.in_place);
-    for (const auto& [k, v] : call.options.extra) key += "|" + k + "=" + v;
-    const models::CompressionOptions& compression = call.options.compression;
-    if (!compression.codec.empty())
-      key += fmt::format("|{}|{}|{}", compression.codec, models::to_string(compression.mode), compression.threshold);
-    auto [it, added] = collective_index_.try_emplace(key, static_cast<int>(trace_.collectives.size()));
-    if (added) trace_.collectives.push_back(std::move(call));
-    return it->second;
-  }
+
 
   void read_p2p(const OpNode& in, const std::string& kind, const Program& program, const Entry& entry, Op& op) {
     reader_.check_keys(in.node, in.path, {kind, "stream", "name", "size"});
@@ -718,9 +682,9 @@ class TraceParser {
   const JobContext& job_;
   const OpSource& ops_;
   const YAML::Node params_;
-  Trace trace_;
-  std::unordered_map<std::string, int> group_index_, name_index_, kernel_by_written_, kernel_by_completed_,
-      collective_index_;
+  TraceBuilder trace_;
+  std::unordered_map<std::string, int> group_index_;
+  std::vector<int> entry_of_rank_;   ///< per rank: the programs[] entry it runs, or -1
   std::unordered_map<std::string, std::vector<std::string>> kernel_keys_;
 };
 

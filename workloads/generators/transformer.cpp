@@ -504,76 +504,17 @@ Kernels optimizer_kernels(const TrainingConfig& t, double params) {
   return {{"optimizer.adamw", models::multi_tensor(elementwise(models::Dtype::fp32, params, 16, 12, 16))}};
 }
 
-ProgramBuilder::ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap) : cpu_op_gap_(cpu_op_gap) {
-  trace_.origin = std::move(origin);
-  trace_.ranks = ranks;
-  trace_.programs.resize(1);
-  trace_.program_of_rank.assign(static_cast<std::size_t>(ranks), 0);
-  if (cpu_op_gap_ > 0) gap_name_ = name_index("cpu.op_gap");
-}
-
-int ProgramBuilder::stream(const std::string& name) {
-  auto& streams = trace_.programs[0].streams;
-  auto it = std::find(streams.begin(), streams.end(), name);
-  if (it != streams.end()) return static_cast<int>(it - streams.begin());
-  streams.push_back(name);
-  return static_cast<int>(streams.size()) - 1;
-}
-
-int ProgramBuilder::event(const std::string& name) {
-  auto& events = trace_.programs[0].events;
-  auto it = std::find(events.begin(), events.end(), name);
-  if (it != events.end()) return static_cast<int>(it - events.begin());
-  events.push_back(name);
-  return static_cast<int>(events.size()) - 1;
-}
-
-int ProgramBuilder::group(ProcessGroup group) {
-  trace_.groups.push_back(std::move(group));
-  return static_cast<int>(trace_.groups.size()) - 1;
-}
-
-int ProgramBuilder::name_index(const std::string& name) {
-  auto [it, inserted] = names_.emplace(name, static_cast<int>(trace_.names.size()));
-  if (inserted) trace_.names.push_back(name);
-  return it->second;
-}
-
-void ProgramBuilder::gap() {
-  if (gap_name_ < 0) return;
-  Op op;
-  op.kind = OpKind::cpu;
-  op.name = gap_name_;
-  op.duration = cpu_op_gap_;
-  trace_.programs[0].ops.push_back(op);
-}
-
-void ProgramBuilder::kernel(int stream, const std::string& prefix, const Kernel& kernel) {
-  std::string key = kernel.spec.kind + "|" + models::to_string(kernel.spec.dtype);
-  for (const auto& [param, value] : kernel.spec.params) key += fmt::format("|{}={}", param, value);
-  auto [it, inserted] = kernels_.emplace(key, static_cast<int>(trace_.kernels.size()));
-  if (inserted) {
-    models::KernelSpec spec = kernel.spec;
-    models::complete_kernel(spec, trace_.origin + ": generated kernel '" + kernel.name + "'");
-    trace_.kernels.push_back(std::move(spec));
-  }
-  gap();
-  Op op;
-  op.kind = OpKind::kernel;
-  op.stream = stream;
-  op.name = name_index(prefix + kernel.name);
-  op.kernel = it->second;
-  trace_.programs[0].ops.push_back(op);
-}
+ProgramBuilder::ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap)
+    : trace_(std::move(origin), ranks), writer_(trace_, cpu_op_gap) {}
 
 void ProgramBuilder::kernels(int stream, const std::string& prefix, const Kernels& kernels) {
-  for (const Kernel& k : kernels) kernel(stream, prefix, k);
+  for (const Kernel& k : kernels) writer_.kernel(stream, prefix + k.name, k.spec);
 }
 
 void ProgramBuilder::collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group,
                                 const std::string& algorithm, const models::AlgorithmOptions& options,
                                 bool in_place) {
-  const ProcessGroup& g = trace_.groups.at(static_cast<std::size_t>(group));
+  const ProcessGroup& g = trace_.group_at(group);
   if (g.subgroups.empty() || (g.subgroups.front().size() < 2 && in_place)) return;
   CollectiveCall call;
   call.op = op;
@@ -582,39 +523,20 @@ void ProgramBuilder::collective(int stream, const std::string& name, models::Col
   call.algorithm = algorithm;
   call.options = options;
   call.in_place = in_place;
-  auto it = std::find(trace_.collectives.begin(), trace_.collectives.end(), call);
-  if (it == trace_.collectives.end()) it = trace_.collectives.insert(trace_.collectives.end(), call);
-  gap();
-  Op o;
-  o.kind = OpKind::collective;
-  o.stream = stream;
-  o.name = name_index(name);
-  o.collective = static_cast<int>(it - trace_.collectives.begin());
-  trace_.programs[0].ops.push_back(o);
+  writer_.collective(stream, name, call);
 }
-
-void ProgramBuilder::event_op(OpKind kind, int stream, int event) {
-  Op op;
-  op.kind = kind;
-  op.stream = stream;
-  op.event = event;
-  trace_.programs[0].ops.push_back(op);
-}
-
-void ProgramBuilder::record(int stream, int event) { event_op(OpKind::record, stream, event); }
-void ProgramBuilder::wait(int stream, int event) { event_op(OpKind::wait, stream, event); }
-void ProgramBuilder::sync_event(int event) { event_op(OpKind::sync, -1, event); }
-
-void ProgramBuilder::note(std::string text) { trace_.notes.push_back(std::move(text)); }
 
 void ProgramBuilder::set_work_and_note(const ModelConfig& model, const TrainingConfig& training) {
   const double tokens = training.tokens() * training.gradient_accumulation;
-  trace_.work = {tokens, "tokens", model_flops_per_iteration(model, training)};
+  trace_.work() = {tokens, "tokens", model_flops_per_iteration(model, training)};
   note(fmt::format("model FLOPs per rank per iteration = {:.4g} (torchtitan's count: 6 x {:.4g} parameters without "
                    "the token embedding + 12 x layers x heads x head_dim x sequence, per token, x {:.0f} tokens)",
-                   trace_.work.model_flops_per_rank, flop_params(model, training), tokens));
+                   trace_.work().model_flops_per_rank, flop_params(model, training), tokens));
 }
 
-Trace ProgramBuilder::finish() { return std::move(trace_); }
+Trace ProgramBuilder::finish() {
+  trace_.assign_all(writer_.take());
+  return trace_.finish();
+}
 
 }  // namespace stepsim::workloads::transformer

@@ -19,6 +19,7 @@
 #include "models/compute/kernel.hpp"
 #include "platforms/yaml_reader.hpp"
 #include "workloads/trace.hpp"
+#include "workloads/trace_builder.hpp"
 
 namespace stepsim::workloads::transformer {
 
@@ -127,31 +128,29 @@ Kernels clip_scale_kernels(const TrainingConfig& training, double params);
 /// @brief The optimizer step over `params` local fp32 parameters.
 Kernels optimizer_kernels(const TrainingConfig& training, double params);
 
-/// @brief Appends ops to the single Program all ranks of a data-parallel job share, interning
-/// names, kernels (completed with models::complete_kernel) and collectives. Every issued GPU op
-/// is preceded by a `cpu` op of the training's cpu_op_gap (Lin et al.'s T1) when it is > 0.
+/// @brief Appends ops to the single Program all ranks of a data-parallel job share, through the
+/// shared TraceBuilder / ProgramWriter (workloads/trace_builder.hpp).
 class ProgramBuilder {
  public:
   ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap);
 
-  int stream(const std::string& name);
-  int event(const std::string& name);
-  int group(ProcessGroup group);
+  int stream(const std::string& name) { return writer_.stream(name); }
+  int event(const std::string& name) { return writer_.event(name); }
+  int group(ProcessGroup group) { return trace_.group(std::move(group)); }
 
-  void kernel(int stream, const std::string& prefix, const Kernel& kernel);
+  void kernel(int stream, const std::string& prefix, const Kernel& kernel) {
+    writer_.kernel(stream, prefix + kernel.name, kernel.spec);
+  }
   void kernels(int stream, const std::string& prefix, const Kernels& kernels);
-  /// @brief Issues a collective on `group` with `algorithm` and its options (compression
-  /// included); skipped (nothing issued) when the subgroups have one rank, as NCCL then only
-  /// copies locally.
   /// @brief A collective on `group`; on one-rank subgroups only an out-of-place call is an op
   /// (NCCL's local copy), an in-place one moves nothing and is left out.
   void collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group,
                   const std::string& algorithm = "nccl", const models::AlgorithmOptions& options = {},
                   bool in_place = true);
-  void record(int stream, int event);
-  void wait(int stream, int event);
-  void sync_event(int event);
-  void note(std::string text);
+  void record(int stream, int event) { writer_.record(stream, event); }
+  void wait(int stream, int event) { writer_.wait(stream, event); }
+  void sync_event(int event) { writer_.sync_event(event); }
+  void note(std::string text) { trace_.note(std::move(text)); }
   /// @brief Tokens and model FLOPs (torchtitan's count) per rank per iteration, as Trace::work
   /// and as a note saying how they were counted.
   void set_work_and_note(const ModelConfig& model, const TrainingConfig& training);
@@ -160,16 +159,8 @@ class ProgramBuilder {
   Trace finish();
 
  private:
-  /// @brief A record, wait or sync op (sync: stream -1) on `event`.
-  void event_op(OpKind kind, int stream, int event);
-  int name_index(const std::string& name);
-  void gap();
-
-  Trace trace_;
-  Seconds cpu_op_gap_;
-  int gap_name_ = -1;
-  std::map<std::string, int> names_;
-  std::map<std::string, int> kernels_;   ///< serialised spec -> Trace::kernels index
+  TraceBuilder trace_;
+  ProgramWriter writer_;
 };
 
 }  // namespace stepsim::workloads::transformer
