@@ -21,6 +21,7 @@
 #include "models/compression/compressed_schedules.hpp"
 #include "models/compute/elementwise.hpp"
 #include "workloads/generators/transformer.hpp"
+#include "workloads/mesh.hpp"
 #include "workloads/workload.hpp"
 
 namespace stepsim::workloads {
@@ -216,7 +217,15 @@ class FsdpEmitter {
               const YamlReader& reader, const YAML::Node& doc)
       : m_(model), t_(training), c_(fsdp), b_(reader.origin(), job.ranks(), training.cpu_op_gap),
         a_(models::bytes_of(training.param_dtype)), r_(models::bytes_of(training.reduce_dtype)) {
-    make_groups(job, reader, doc);
+    if (doc["parallelism"]) {
+      const Parallelism par = read_parallelism(doc, reader, job.ranks());
+      check_modelled(par, reader, doc["parallelism"]);
+      tp_ = read_tensor_parallel(doc, reader, par.tp, m_, doc["parallelism"]["tp"]);
+      make_mesh_groups(par, reader, doc);
+    } else {
+      tp_ = read_tensor_parallel(doc, reader, 1, m_, YAML::Node());
+      make_groups(job, reader, doc);
+    }
     make_units();
     compute_ = b_.stream("compute");
     if (c_.strategy != Strategy::no_shard) {
@@ -227,9 +236,9 @@ class FsdpEmitter {
   }
 
   Trace emit() {
-    const Block embedding = embedding_block(m_, t_, false);
-    const Block layer = layer_block(m_, t_, c_.checkpointing, false);
-    const Block head = head_block(m_, t_, false);
+    const Block embedding = embedding_block(m_, t_, false, tp_);
+    const Block layer = layer_block(m_, t_, c_.checkpointing, false, tp_);
+    const Block head = head_block(m_, t_, false, tp_);
     for (int micro = 0; micro < t_.gradient_accumulation; ++micro) {
       forward(embedding, layer, head);
       backward(embedding, layer, head);
@@ -275,17 +284,49 @@ class FsdpEmitter {
     shard_group_ = b_.group(std::move(shard));
   }
 
+  // parallelism: FSDP shards over dp_shard x cp (torchtitan's fsdp axis), HSDP replicates over
+  // dp_replicate, NO_SHARD all-reduces over both; tensor parallelism runs within tp.
+  void make_mesh_groups(const Parallelism& par, const YamlReader& reader, const YAML::Node& doc) {
+    const DeviceMesh mesh = dense_mesh(par);
+    if (par.dp_replicate > 1 && (c_.strategy == Strategy::full_shard || c_.strategy == Strategy::shard_grad_op))
+      reader.fail("parallelism.dp_replicate", doc["parallelism"]["dp_replicate"],
+                  fmt::format("{} shards over every data-parallel rank, but dp_replicate is {}", to_string(c_.strategy),
+                              par.dp_replicate),
+                  "use fsdp.strategy: HYBRID_SHARD (shard within dp_shard, replicate over dp_replicate), or fold "
+                  "dp_replicate into dp_shard");
+    if (c_.strategy == Strategy::no_shard) {
+      shard_group_ = b_.group(mesh.group("fsdp", {"dp_replicate", "dp_shard", "cp"}));
+      replicate_size_ = par.dp_replicate * par.dp_shard * par.cp;
+    } else {
+      shard_group_ = b_.group(mesh.group("fsdp", {"dp_shard", "cp"}));
+      shard_size_ = par.dp_shard * par.cp;
+      replicate_size_ = par.dp_replicate;
+      if (c_.strategy == Strategy::hybrid_shard) replicate_group_ = b_.group(mesh.group("replicate", {"dp_replicate"}));
+    }
+    if (par.tp > 1) tp_group_ = b_.group(mesh.group("tp", {"tp"}));
+  }
+
+  // What the transformer generators do not build yet is refused, not approximated.
+  static void check_modelled(const Parallelism& par, const YamlReader& reader, const YAML::Node& section) {
+    for (const auto& [axis, what] : {std::pair{"pp", "pipeline"}, std::pair{"cp", "context"}, std::pair{"ep", "expert"}})
+      if (par.degree(axis) > 1)
+        reader.fail(std::string("parallelism.") + axis, section[axis] ? section[axis] : section,
+                    fmt::format("{} parallelism is not modelled yet (parallelism.{} = {})", what, axis, par.degree(axis)),
+                    fmt::format("set parallelism.{} to 1; dp_replicate, dp_shard and tp are modelled", axis));
+  }
+
   void make_units() {
-    const double root = embedding_params(m_, t_) + head_params(m_);
+    const double root = embedding_params(m_, t_, tp_) + head_params(m_, tp_);
     if (!c_.wrap_layers) {
-      units_.push_back({"model", root + m_.layers * layer_params(m_), false});
+      units_.push_back({"model", root + m_.layers * layer_params(m_, tp_), false});
       return;
     }
     // FSDP2 keeps the root unsharded after forward (backward needs it at once); torchtitan's
     // apply_fsdp does the same for the last block, whose backward comes right after.
     units_.push_back({"root", root, false});
     for (int i = 0; i < m_.layers; ++i)
-      units_.push_back({fmt::format("layers.{}", i), layer_params(m_), c_.reshard_after_forward && i + 1 < m_.layers});
+      units_.push_back(
+          {fmt::format("layers.{}", i), layer_params(m_, tp_), c_.reshard_after_forward && i + 1 < m_.layers});
   }
 
   int unit_of_layer(int layer) const { return c_.wrap_layers ? layer + 1 : 0; }
@@ -297,7 +338,7 @@ class FsdpEmitter {
   // FSDP2's reduce-scatter writes a new shard tensor (out of place; on one GPU, NCCL's local
   // copy); its all-gather input is a view of the output and its all-reduces are in place.
   void collective(int stream, const std::string& name, CollectiveOp op, Bytes bytes, int group) {
-    const std::string& prefix = group == replicate_group_ ? "replicate" : "fsdp";
+    const std::string prefix = group == replicate_group_ ? "replicate" : group == tp_group_ ? "tp" : "fsdp";
     const int nccl = b_.stream(prefix + ".nccl");
     const int in = b_.event(prefix + ".nccl.in"), out = b_.event(prefix + ".nccl.out");
     b_.record(stream, in);
@@ -306,6 +347,17 @@ class FsdpEmitter {
                   op != CollectiveOp::reduce_scatter);
     b_.record(nccl, out);
     b_.wait(stream, out);
+  }
+
+  // A block's kernels on the compute stream; its tensor-parallel collectives on the tp group,
+  // which the compute stream waits for (torchtitan's TP issues them synchronously).
+  void run(const std::string& prefix, const Kernels& kernels) {
+    for (const Kernel& k : kernels) {
+      if (k.comm)
+        collective(compute_, prefix + k.name, k.comm->op, k.comm->bytes, tp_group_);
+      else
+        b_.kernel(compute_, prefix, k);
+    }
   }
 
   // The collective's algorithm options: fsdp.collectives' channels, and fsdp.compression's codec
@@ -422,7 +474,7 @@ class FsdpEmitter {
     unshard(0);
     wait_for_unshard(0, true);
     if (c_.forward_prefetch && c_.wrap_layers) unshard(unit_of_layer(0));
-    b_.kernels(compute_, "", embedding.forward);
+    run("", embedding.forward);
     for (int i = 0; i < m_.layers; ++i) {
       const int u = unit_of_layer(i);
       if (u != 0) {
@@ -430,10 +482,10 @@ class FsdpEmitter {
         wait_for_unshard(u, true);
         if (c_.forward_prefetch && i + 1 < m_.layers) unshard(unit_of_layer(i + 1));
       }
-      b_.kernels(compute_, layer_prefix(i), layer.forward);
+      run(layer_prefix(i), layer.forward);
       if (u != 0 && units_[static_cast<std::size_t>(u)].reshard_after_forward) reshard(u);
     }
-    b_.kernels(compute_, "", head.forward);
+    run("", head.forward);
   }
 
   void prefetch_backward(int layer) {
@@ -443,7 +495,7 @@ class FsdpEmitter {
   void backward(const Block& embedding, const Block& layer, const Block& head) {
     previous_reduce_scatter_ = -1;
     if (c_.backward_prefetch == BackwardPrefetch::backward_pre) prefetch_backward(m_.layers - 1);
-    b_.kernels(compute_, "", head.backward);
+    run("", head.backward);
     for (int i = m_.layers - 1; i >= 0; --i) {
       const int u = unit_of_layer(i);
       if (u != 0) {
@@ -451,34 +503,37 @@ class FsdpEmitter {
         wait_for_unshard(u, false);
         if (c_.backward_prefetch == BackwardPrefetch::backward_pre) prefetch_backward(i - 1);
       }
-      b_.kernels(compute_, layer_prefix(i), layer.recompute);
-      b_.kernels(compute_, layer_prefix(i), layer.backward);
+      run(layer_prefix(i), layer.recompute);
+      run(layer_prefix(i), layer.backward);
       if (u != 0) {
         reshard(u);
         if (c_.backward_prefetch == BackwardPrefetch::backward_post) prefetch_backward(i - 1);
         reduce(u);
       }
     }
-    b_.kernels(compute_, "", embedding.backward);
+    run("", embedding.backward);
     reshard(0);
     reduce(0);
     b_.wait(compute_, last_reduction_);
   }
 
   void optimizer_step() {
-    const double local = total_params(m_, t_) / shard_size_;
+    const double local = total_params(m_, t_, tp_) / shard_size_;
     b_.kernels(compute_, "", clip_norm_kernels(t_, local));
     // The total norm is a partial sum over the shards: DTensor all-reduces one fp32 within the
-    // shard group (replicated gradients need none).
+    // shard group (replicated gradients need none), and over tp for tensor-parallel weights.
     if (t_.max_norm > 0 && c_.strategy != Strategy::no_shard)
       collective(compute_, "clip_grad_norm.all_reduce", CollectiveOp::allreduce, 4, shard_group_);
+    if (t_.max_norm > 0 && tp_group_ >= 0)
+      collective(compute_, "clip_grad_norm.tp.all_reduce", CollectiveOp::allreduce, 4, tp_group_);
     b_.kernels(compute_, "", clip_scale_kernels(t_, local));
     b_.kernels(compute_, "", optimizer_kernels(t_, local));
   }
 
   void add_notes(const Block& embedding, const Block& layer, const Block& head) {
     const double total = total_params(m_, t_);
-    b_.set_work_and_note(m_, t_);
+    b_.set_work_and_note(m_, t_, tp_.tp);
+    if (tp_.tp > 1) add_tp_note(layer);
     b_.note(fmt::format("parameters: {:.4g} in all, {:.4g} per transformer block, {:.4g} in the root (embeddings, "
                         "final norm, output); {} units; shard groups of {} rank(s){}",
                         total, layer_params(m_), embedding_params(m_, t_) + head_params(m_), units_.size(), shard_size_,
@@ -508,7 +563,7 @@ class FsdpEmitter {
               : fmt::format("{} collective(s) under {} left raw", raw_small_ / micro, format_size(z.threshold))));
     }
     b_.note(fmt::format("activation checkpointing {}: {} of {} forward kernels per block recomputed before its backward{}",
-                        transformer::to_string(c_.checkpointing), layer.recompute.size(), layer.forward.size(),
+                        transformer::to_string(c_.checkpointing), kernel_count(layer.recompute), kernel_count(layer.forward),
                         c_.checkpointing == Checkpointing::selective
                             ? " (torchtitan's op policy: SDPA and every odd-numbered mm saved, so wk, wo and w3 (or the "
                               "second MLP GEMM) and every elementwise op rerun)"
@@ -516,8 +571,9 @@ class FsdpEmitter {
     b_.note(fmt::format("eager PyTorch kernels, no torch.compile: {} per block forward, {} backward, {} in the "
                         "embedding and {} in the head and loss (fp32 cross-entropy over micro_batch x sequence x "
                         "vocab logits); an elementwise backward kernel moves twice its forward's bytes",
-                        layer.forward.size(), layer.backward.size(), embedding.forward.size() + embedding.backward.size(),
-                        head.forward.size() + head.backward.size()));
+                        kernel_count(layer.forward), kernel_count(layer.backward),
+                        kernel_count(embedding.forward) + kernel_count(embedding.backward),
+                        kernel_count(head.forward) + kernel_count(head.backward)));
     b_.note(std::string(t_.optimizer == Optimizer::adamw ? "fused AdamW: 28" : "SGD with momentum: 20") +
             " B per local fp32 parameter" +
             (t_.max_norm > 0 ? "; gradient clipping: one read for the norm, an all-reduce of one fp32, one scaling pass"
@@ -529,14 +585,25 @@ class FsdpEmitter {
                                                                   : ""));
   }
 
+  void add_tp_note(const Block& layer) {
+    const auto forward = layer.forward.size() - kernel_count(layer.forward);
+    const auto backward = layer.backward.size() - kernel_count(layer.backward);
+    b_.note(fmt::format("tensor parallelism over {} ranks ({}): {} collectives per block forward, {} backward, each of "
+                        "micro_batch x sequence x hidden activations; {:.4g} of the block's {:.4g} parameters per "
+                        "rank; vocabulary-parallel embedding, output and loss",
+                        tp_.tp, tp_.sequence_parallel ? "with sequence parallelism" : "without sequence parallelism",
+                        forward, backward, layer_params(m_, tp_), layer_params(m_)));
+  }
+
   const ModelConfig& m_;
   const TrainingConfig& t_;
   const FsdpConfig& c_;
+  TensorParallel tp_;
   ProgramBuilder b_;
   double a_;   ///< bytes per parameter in param_dtype
   double r_;   ///< bytes per gradient in reduce_dtype
   std::vector<Unit> units_;
-  int shard_group_ = -1, replicate_group_ = -1;
+  int shard_group_ = -1, replicate_group_ = -1, tp_group_ = -1;
   int shard_size_ = 1, replicate_size_ = 1;
   int compute_ = -1, all_gather_ = -1, reduce_scatter_ = -1, all_reduce_ = -1;
   int previous_copy_out_ = -1;        ///< FSDP2 all_gather_state: last forward copy-out
@@ -552,7 +619,8 @@ class FsdpEmitter {
 class FsdpGenerator : public Generator {
  public:
   Trace generate(const YAML::Node& doc, const YamlReader& reader, const JobContext& job) const override {
-    reader.check_keys(doc, "", {"version", "kind", "description", "model", "training", "fsdp"});
+    reader.check_keys(doc, "",
+                      {"version", "kind", "description", "model", "training", "fsdp", "parallelism", "tensor_parallel"});
     const ModelConfig model = read_model(doc, reader);
     const TrainingConfig training = read_training(doc, reader);
     const FsdpConfig fsdp = read_fsdp(doc, reader, training);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -88,6 +89,31 @@ TrainingConfig read_training(const YAML::Node& doc, const YamlReader& reader) {
   return t;
 }
 
+TensorParallel read_tensor_parallel(const YAML::Node& doc, const YamlReader& reader, int tp, const ModelConfig& m,
+                                    const YAML::Node& tp_node) {
+  TensorParallel out;
+  out.tp = tp;
+  if (const YAML::Node section = doc["tensor_parallel"]) {
+    if (!section.IsMap())
+      reader.fail("tensor_parallel", section, "expected a section", "write e.g. tensor_parallel: {sequence_parallel: true}");
+    reader.check_keys(section, "tensor_parallel", {"sequence_parallel"});
+    if (const YAML::Node n = section["sequence_parallel"])
+      out.sequence_parallel = reader.get_bool(n, "tensor_parallel.sequence_parallel");
+  }
+  if (tp == 1) return out;
+  // Column-parallel wq / wk / wv split whole heads (torchtitan asserts n_kv_heads % tp == 0),
+  // w1 / w3 split evenly; the vocabulary is padded to a multiple of tp (vocab_share).
+  const std::vector<std::pair<const char*, int>> splits = {
+      {"heads", m.heads}, {"kv_heads", m.kv_heads}, {"ffn_hidden", m.ffn_hidden}};
+  for (const auto& [key, value] : splits)
+    if (value % tp != 0)
+      reader.fail("parallelism.tp", tp_node,
+                  fmt::format("tp ({}) must divide model.{} ({}): tensor parallelism splits it evenly", tp, key, value),
+                  fmt::format("use a tp that divides {} (and heads {}, kv_heads {}, ffn_hidden {})", key, m.heads,
+                              m.kv_heads, m.ffn_hidden));
+  return out;
+}
+
 Checkpointing read_checkpointing(const YAML::Node& node, const std::string& path, const YamlReader& reader) {
   const std::string text = reader.get_choice(node, path, {"none", "selective", "full"});
   return text == "full" ? Checkpointing::full : text == "selective" ? Checkpointing::selective : Checkpointing::none;
@@ -131,22 +157,37 @@ std::vector<std::tuple<std::string, double, double>> block_linears(const ModelCo
 
 }  // namespace
 
-double layer_params(const ModelConfig& m) {
+// wo and w2 (fc2) are row-parallel: their inputs are split over tp, their biases replicated.
+bool row_parallel(const std::string& name) {
+  return name == "attention.wo" || name == "feed_forward.w2" || name == "feed_forward.fc2";
+}
+
+namespace {
+// A rank's rows of the vocabulary, padded up as Megatron-LM pads it (make-vocab-size-divisible-by).
+double vocab_share(const ModelConfig& m, const TensorParallel& tp) { return std::ceil(double(m.vocab) / tp.tp); }
+}  // namespace
+
+double layer_params(const ModelConfig& m, const TensorParallel& tp) {
   double total = 2 * norm_params(m);
-  for (const auto& [_, in, out] : block_linears(m)) total += linear_params(m, in, out);
+  for (const auto& [name, in, out] : block_linears(m)) {
+    if (row_parallel(name))
+      total += linear_params(m, in / tp.tp, out);
+    else
+      total += linear_params(m, in, out / tp.tp);
+  }
   return total;
 }
 
-double embedding_params(const ModelConfig& m, const TrainingConfig& t) {
-  return double(m.vocab) * m.hidden + (m.positions == Positions::learned ? double(t.sequence) * m.hidden : 0);
+double embedding_params(const ModelConfig& m, const TrainingConfig& t, const TensorParallel& tp) {
+  return vocab_share(m, tp) * m.hidden + (m.positions == Positions::learned ? double(t.sequence) * m.hidden : 0);
 }
 
-double head_params(const ModelConfig& m) {
-  return norm_params(m) + (m.tied_embeddings ? 0 : linear_params(m, m.hidden, m.vocab));
+double head_params(const ModelConfig& m, const TensorParallel& tp) {
+  return norm_params(m) + (m.tied_embeddings ? 0 : linear_params(m, m.hidden, vocab_share(m, tp)));
 }
 
-double total_params(const ModelConfig& m, const TrainingConfig& t) {
-  return embedding_params(m, t) + m.layers * layer_params(m) + head_params(m);
+double total_params(const ModelConfig& m, const TrainingConfig& t, const TensorParallel& tp) {
+  return embedding_params(m, t, tp) + m.layers * layer_params(m, tp) + head_params(m, tp);
 }
 
 double flop_params(const ModelConfig& m, const TrainingConfig& t) {
@@ -157,6 +198,10 @@ double flop_params(const ModelConfig& m, const TrainingConfig& t) {
 double model_flops_per_iteration(const ModelConfig& m, const TrainingConfig& t) {
   const double per_token = 6 * flop_params(m, t) + 12.0 * m.layers * m.heads * m.head_dim() * t.sequence;
   return per_token * t.tokens() * t.gradient_accumulation;
+}
+
+std::size_t kernel_count(const Kernels& kernels) {
+  return static_cast<std::size_t>(std::count_if(kernels.begin(), kernels.end(), [](const Kernel& k) { return !k.comm; }));
 }
 
 models::KernelSpec elementwise(models::Dtype dtype, double elements, double bytes_read, double bytes_written,
@@ -177,6 +222,7 @@ struct ModuleOp {
   Kernels backward;                 ///< in launch order
   bool matmul = false;              ///< an aten.mm (counted by the selective policy)
   bool attention = false;           ///< SDPA: always saved by the selective policy
+  bool saved_by_selective = false;  ///< a reduce-scatter: on the selective policy's save list
   std::string weight;               ///< parameter whose gradient is complete after `backward`
   double weight_params = 0;
 };
@@ -262,6 +308,36 @@ class OpFactory {
     return op;
   }
 
+  // The tensor-parallel collectives around a column-parallel group (enter) and after a
+  // row-parallel linear (leave), over the `tokens` x hidden activations: Megatron's f and g,
+  // or sequence parallelism's all-gather / reduce-scatter pair.
+  ModuleOp tp_enter(const std::string& name, double tokens, const TensorParallel& tp) const {
+    const Bytes bytes = tokens * m_.hidden * a_;
+    ModuleOp op;
+    if (tp.sequence_parallel) {
+      op.forward = {comm(name + ".all_gather", models::CollectiveOp::allgather, bytes)};
+      op.backward = {comm(name + ".reduce_scatter", models::CollectiveOp::reduce_scatter, bytes)};
+    } else {
+      op.backward = {comm(name + ".all_reduce", models::CollectiveOp::allreduce, bytes)};
+    }
+    return op;
+  }
+  ModuleOp tp_leave(const std::string& name, double tokens, const TensorParallel& tp) const {
+    const Bytes bytes = tokens * m_.hidden * a_;
+    ModuleOp op;
+    if (tp.sequence_parallel) {
+      op.forward = {comm(name + ".reduce_scatter", models::CollectiveOp::reduce_scatter, bytes)};
+      op.backward = {comm(name + ".all_gather", models::CollectiveOp::allgather, bytes)};
+      op.saved_by_selective = true;
+    } else {
+      op.forward = {comm(name + ".all_reduce", models::CollectiveOp::allreduce, bytes)};
+    }
+    return op;
+  }
+  static Kernel comm(const std::string& name, models::CollectiveOp op, Bytes bytes) {
+    return {name, Comm{op, bytes}};
+  }
+
   // torch.autocast's cast of `linear`'s fp32 weight to param_dtype, and of its gradient back:
   // the fp32 gradient, hence the parameter's, is complete only after that cast.
   ModuleOp weight_cast(const std::string& name, ModuleOp& linear, double params) const {
@@ -318,17 +394,24 @@ Block assemble(const std::vector<ModuleOp>& ops, const std::vector<std::string>&
 
 }  // namespace
 
-Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing checkpointing, bool cast_weights) {
+Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing checkpointing, bool cast_weights,
+                  const TensorParallel& tp) {
   const OpFactory f(m, t);
-  const Dims d = dims(m);
+  const Dims full = dims(m);
+  // A rank's share of the heads and of the MLP's hidden width; the norms and residuals see
+  // 1/tp of the tokens under sequence parallelism.
+  const Dims d{full.h, full.q / tp.tp, full.kv / tp.tp, full.f / tp.tp, full.v};
   const double tokens = t.tokens(), a = f.act();
+  const double sp_tokens = tp.sequence_parallel ? tokens / tp.tp : tokens;
+  const double heads = double(m.heads) / tp.tp;
   std::vector<ModuleOp> ops;
   auto linear = [&](const std::string& name, double in, double out) {
     ModuleOp op = f.linear(name, tokens, in, out);
     if (cast_weights) ops.push_back(f.weight_cast(name, op, in * out));
     ops.push_back(op);
   };
-  ops.push_back(f.norm("attention_norm", tokens));
+  ops.push_back(f.norm("attention_norm", sp_tokens));
+  if (tp.tp > 1) ops.push_back(f.tp_enter("attention.tp_input", tokens, tp));
   linear("attention.wq", d.h, d.q);
   linear("attention.wk", d.h, d.kv);
   linear("attention.wv", d.h, d.kv);
@@ -360,7 +443,7 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     spec.kind = "attention";
     spec.dtype = t.param_dtype;
     // K and V reach SDPA already expanded to `heads` heads by repeat_kv.
-    spec.params = {{"batch", double(t.micro_batch)}, {"heads", double(m.heads)}, {"kv_heads", double(m.heads)},
+    spec.params = {{"batch", double(t.micro_batch)}, {"heads", heads}, {"kv_heads", heads},
                    {"seq_q", double(t.sequence)}, {"seq_kv", double(t.sequence)}, {"head_dim", double(m.head_dim())},
                    {"causal", 1}, {"backward", 0}};
     sdpa.forward = {{"attention.sdpa", spec}};
@@ -376,15 +459,17 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     ops.push_back(transpose);
   }
   linear("attention.wo", d.q, d.h);
+  if (tp.tp > 1) ops.push_back(f.tp_leave("attention.tp_output", tokens, tp));
   // h = x + attention(...): the backward sums the two gradients where x forked.
   auto residual = [&](const std::string& name) {
     ModuleOp add;
-    add.forward = {f.ew(name, tokens * d.h, 2 * a, a)};
-    add.backward = {f.ew(name + ".backward", tokens * d.h, 2 * a, a)};
+    add.forward = {f.ew(name, sp_tokens * d.h, 2 * a, a)};
+    add.backward = {f.ew(name + ".backward", sp_tokens * d.h, 2 * a, a)};
     ops.push_back(add);
   };
   residual("attention_residual");
-  ops.push_back(f.norm("ffn_norm", tokens));
+  ops.push_back(f.norm("ffn_norm", sp_tokens));
+  if (tp.tp > 1) ops.push_back(f.tp_enter("feed_forward.tp_input", tokens, tp));
   if (m.activation == Activation::swiglu) {
     // w2(F.silu(w1(x)) * w3(x)), in Python evaluation order.
     linear("feed_forward.w1", d.h, d.f);
@@ -401,6 +486,7 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     ops.push_back(f.pointwise({f.ew("feed_forward.gelu", tokens * d.f, a, a, 8)}));
     linear("feed_forward.fc2", d.f, d.h);
   }
+  if (tp.tp > 1) ops.push_back(f.tp_leave("feed_forward.tp_output", tokens, tp));
   residual("ffn_residual");
 
   std::vector<std::string> registration;
@@ -408,7 +494,8 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
   registration.insert(registration.end(), {"attention_norm", "ffn_norm"});
 
   // torchtitan's op-level selective AC (torchtitan/parallelisms/parallelize_llama.py,
-  // _apply_ac_to_transformer_block): save the outputs of SDPA and of every mm except every
+  // _apply_ac_to_transformer_block): save the outputs of SDPA, of reduce-scatters
+  // (_c10d_functional.reduce_scatter_tensor is on its save list) and of every mm except every
   // second one per block; recompute everything else.
   std::vector<bool> saved(ops.size());
   int mm = 0;
@@ -416,19 +503,22 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     switch (checkpointing) {
       case Checkpointing::none: saved[i] = true; break;
       case Checkpointing::full: saved[i] = false; break;
-      case Checkpointing::selective: saved[i] = ops[i].attention || (ops[i].matmul && ++mm % 2 == 1); break;
+      case Checkpointing::selective:
+        saved[i] = ops[i].attention || ops[i].saved_by_selective || (ops[i].matmul && ++mm % 2 == 1);
+        break;
     }
   }
   return assemble(ops, registration, [&](std::size_t i) { return bool(saved[i]); });
 }
 
-Block embedding_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights) {
+Block embedding_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights, const TensorParallel& tp) {
   const OpFactory f(m, t);
   const double tokens = t.tokens(), h = m.hidden;
   std::vector<ModuleOp> ops;
   std::vector<std::string> registration = {"tok_embeddings"};
   ModuleOp lookup;
-  const double table = double(m.vocab) * h;
+  // Row-parallel over the vocabulary: a rank looks up the rows it holds (zeros elsewhere).
+  const double table = vocab_share(m, tp) * h;
   // Under torch.autocast the lookup is not an autocast op: the table and its rows stay fp32.
   const double w = cast_weights ? 4 : f.act();
   lookup.forward = {f.ew("tok_embeddings", tokens * h, w, w, 0)};
@@ -440,11 +530,15 @@ Block embedding_block(const ModelConfig& m, const TrainingConfig& t, bool cast_w
   lookup.weight = "tok_embeddings";
   lookup.weight_params = table;
   ops.push_back(lookup);
+  // The partial lookups are summed over tp: reduce-scattered onto the sequence shards, or
+  // all-reduced (torchtitan's RowwiseParallel with output Shard(1); Megatron's g).
+  if (tp.tp > 1) ops.push_back(f.tp_leave("tok_embeddings.tp_output", tokens, tp));
   if (m.positions == Positions::learned) {
+    const double rows = tp.sequence_parallel ? tokens / tp.tp : tokens;
     ModuleOp positions;
-    positions.forward = {f.ew("pos_embeddings", tokens * h, w, w, 0), f.ew("pos_embeddings.add", tokens * h, 2 * w, w)};
+    positions.forward = {f.ew("pos_embeddings", rows * h, w, w, 0), f.ew("pos_embeddings.add", rows * h, 2 * w, w)};
     // The gradient of the table sums the batch's gradients position by position.
-    positions.backward = {f.ew("pos_embeddings.backward", tokens * h, w, w * t.sequence / tokens)};
+    positions.backward = {f.ew("pos_embeddings.backward", rows * h, w, w * t.sequence / tokens)};
     positions.weight = "pos_embeddings";
     positions.weight_params = double(t.sequence) * h;
     ops.push_back(positions);
@@ -453,16 +547,20 @@ Block embedding_block(const ModelConfig& m, const TrainingConfig& t, bool cast_w
   return assemble(ops, registration, [](std::size_t) { return true; });
 }
 
-Block head_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights) {
+Block head_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights, const TensorParallel& tp) {
   const OpFactory f(m, t);
-  const double tokens = t.tokens(), a = f.act(), logits = tokens * m.vocab;
+  // Column-parallel output projection: a rank computes its share of the vocabulary's logits
+  // and the loss runs vocabulary-parallel on them (torchtitan's loss_parallel).
+  const double vocab = vocab_share(m, tp);
+  const double tokens = t.tokens(), a = f.act(), logits = tokens * vocab;
   std::vector<ModuleOp> ops;
-  ops.push_back(f.norm("norm", tokens));
+  ops.push_back(f.norm("norm", tp.sequence_parallel ? tokens / tp.tp : tokens));
+  if (tp.tp > 1) ops.push_back(f.tp_enter("output.tp_input", tokens, tp));
   std::vector<std::string> registration = {"norm"};
-  ModuleOp output = f.linear("output", tokens, m.hidden, m.vocab);
+  ModuleOp output = f.linear("output", tokens, m.hidden, vocab);
   if (m.tied_embeddings) output.weight.clear();   // its gradient lands in tok_embeddings
   else registration.push_back("output");
-  if (cast_weights) ops.push_back(f.weight_cast("output", output, double(m.hidden) * m.vocab));
+  if (cast_weights) ops.push_back(f.weight_cast("output", output, double(m.hidden) * vocab));
   ops.push_back(output);
   // torchtitan's loss_fn: cross_entropy(pred.flatten(0, 1).float(), labels): cast the logits to
   // fp32, log_softmax, nll_loss; backward: nll's one-hot gradient, log_softmax's, cast back.
@@ -472,13 +570,21 @@ Block head_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weight
   // cunn_SoftMaxBackward reads the gradient twice and the output once. Measured on an H100
   // (validation/measurements/h100-sxm/fsdp-llama3-8b-4layers.json.gz, 16384 x 128256 fp32):
   // 11.09 and 11.36 ms, where four passes over the logits take 10.94 ms at the roof.
-  const bool row_staged = m.vocab * 4.0 <= 48 * 1024;
+  const bool row_staged = vocab * 4.0 <= 48 * 1024;
   ModuleOp loss;
   loss.forward = {f.widening(f.ew("loss.float", logits, a, 4, 0)),
                   f.ew("loss.log_softmax", logits, row_staged ? 4 : 12, 4, 4), f.ew("loss.nll", tokens, 8, 4)};
   loss.backward = {f.ew("loss.nll.backward", logits, 0, 4, 0),
                    f.ew("loss.log_softmax.backward", logits, row_staged ? 8 : 12, 4, 3),
                    f.ew("loss.float.backward", logits, 4, a, 0)};
+  if (tp.tp > 1) {
+    // loss_parallel (torch.distributed.tensor.parallel): log_softmax all-reduces each token's
+    // max and sum of exponentials over the shards, nll_loss the target's logit: 3 x T fp32.
+    loss.forward.insert(loss.forward.begin() + 2,
+                        {OpFactory::comm("loss.max.all_reduce", models::CollectiveOp::allreduce, tokens * 4),
+                         OpFactory::comm("loss.sum_exp.all_reduce", models::CollectiveOp::allreduce, tokens * 4)});
+    loss.forward.push_back(OpFactory::comm("loss.target.all_reduce", models::CollectiveOp::allreduce, tokens * 4));
+  }
   ops.push_back(loss);
   return assemble(ops, registration, [](std::size_t) { return true; });
 }
@@ -508,7 +614,10 @@ ProgramBuilder::ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap
     : trace_(std::move(origin), ranks), writer_(trace_, cpu_op_gap) {}
 
 void ProgramBuilder::kernels(int stream, const std::string& prefix, const Kernels& kernels) {
-  for (const Kernel& k : kernels) writer_.kernel(stream, prefix + k.name, k.spec);
+  for (const Kernel& k : kernels) {
+    if (k.comm) throw std::logic_error("transformer: tensor-parallel collective " + k.name + " outside an emitter's tp group");
+    writer_.kernel(stream, prefix + k.name, k.spec);
+  }
 }
 
 void ProgramBuilder::collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group,
@@ -526,12 +635,13 @@ void ProgramBuilder::collective(int stream, const std::string& name, models::Col
   writer_.collective(stream, name, call);
 }
 
-void ProgramBuilder::set_work_and_note(const ModelConfig& model, const TrainingConfig& training) {
+void ProgramBuilder::set_work_and_note(const ModelConfig& model, const TrainingConfig& training, int sharers) {
   const double tokens = training.tokens() * training.gradient_accumulation;
-  trace_.work() = {tokens, "tokens", model_flops_per_iteration(model, training)};
+  trace_.work() = {tokens / sharers, "tokens", model_flops_per_iteration(model, training) / sharers};
   note(fmt::format("model FLOPs per rank per iteration = {:.4g} (torchtitan's count: 6 x {:.4g} parameters without "
-                   "the token embedding + 12 x layers x heads x head_dim x sequence, per token, x {:.0f} tokens)",
-                   trace_.work().model_flops_per_rank, flop_params(model, training), tokens));
+                   "the token embedding + 12 x layers x heads x head_dim x sequence, per token, x {:.0f} tokens{})",
+                   trace_.work().model_flops_per_rank, flop_params(model, training), tokens,
+                   sharers > 1 ? fmt::format(", over the {} ranks that share them", sharers) : ""));
 }
 
 Trace ProgramBuilder::finish() {

@@ -11,6 +11,7 @@
 /// of 2·P·T each, so a pass without recomputation does 6·P·T in GEMMs.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,13 +71,33 @@ Checkpointing read_checkpointing(const YAML::Node& node, const std::string& path
                                  const platforms::YamlReader& reader);
 const char* to_string(Checkpointing checkpointing);
 
-/// @brief Weights of one transformer block (attention, MLP, both norms, biases).
-double layer_params(const ModelConfig& model);
-/// @brief Weights of the token embedding, plus the position table when positions are learned.
-double embedding_params(const ModelConfig& model, const TrainingConfig& training);
+/// @brief Megatron-style tensor parallelism over `tp` ranks as torchtitan's apply_tp lays it out
+/// (torchtitan/models/llama3/infra/parallelize.py): wq, wk, wv, w1, w3 (fc1) column-parallel,
+/// wo, w2 (fc2) row-parallel, attention heads split over tp; with sequence parallelism the norms
+/// and residuals run on 1/tp of the tokens, an all-gather feeds each column-parallel group and
+/// a reduce-scatter leaves each row-parallel linear (backward: the reverse); without it the
+/// row-parallel outputs are all-reduced in forward and the column-parallel inputs' gradients in
+/// backward (Megatron's f and g). The token embedding is row-parallel over the vocabulary, the
+/// output projection column-parallel with a vocabulary-parallel loss (torchtitan's loss_parallel).
+struct TensorParallel {
+  int tp = 1;
+  bool sequence_parallel = true;
+};
+
+/// @brief Reads `tensor_parallel:` (keys and defaults in docs/parallelism.md) for `tp` ranks:
+/// heads and kv_heads must divide by tp, and so must ffn_hidden and vocab.
+TensorParallel read_tensor_parallel(const YAML::Node& doc, const platforms::YamlReader& reader, int tp,
+                                    const ModelConfig& model, const YAML::Node& tp_node);
+
+/// @brief Weights of one transformer block (attention, MLP, both norms, biases) a rank holds
+/// under `tp` (the whole block without it).
+double layer_params(const ModelConfig& model, const TensorParallel& tp = {});
+/// @brief Weights of the token embedding, plus the position table when positions are learned
+/// (a rank's share of the vocabulary under `tp`).
+double embedding_params(const ModelConfig& model, const TrainingConfig& training, const TensorParallel& tp = {});
 /// @brief Weights of the final norm and the output projection (none when tied).
-double head_params(const ModelConfig& model);
-double total_params(const ModelConfig& model, const TrainingConfig& training);
+double head_params(const ModelConfig& model, const TensorParallel& tp = {});
+double total_params(const ModelConfig& model, const TrainingConfig& training, const TensorParallel& tp = {});
 /// @brief The N of torchtitan's MFU count: every parameter but the token embedding (a lookup),
 /// with a tied output projection counted, as it still runs its GEMM.
 double flop_params(const ModelConfig& model, const TrainingConfig& training);
@@ -86,12 +107,25 @@ double flop_params(const ModelConfig& model, const TrainingConfig& training);
 /// parameters without the token embedding, attention counted without the causal half.
 double model_flops_per_iteration(const ModelConfig& model, const TrainingConfig& training);
 
-/// @brief One kernel launch; `name` is relative to its module (e.g. "attention.wq").
+/// @brief A tensor-parallel collective within a block, on the tp group; `bytes` in nccl-tests
+/// convention (the whole gathered or reduced buffer).
+struct Comm {
+  models::CollectiveOp op = models::CollectiveOp::allreduce;
+  Bytes bytes = 0;
+};
+
+/// @brief One kernel launch, or (with `comm`) one tensor-parallel collective; `name` is relative
+/// to its module (e.g. "attention.wq").
 struct Kernel {
+  Kernel(std::string name, models::KernelSpec spec) : name(std::move(name)), spec(std::move(spec)) {}
+  Kernel(std::string name, Comm comm) : name(std::move(name)), comm(comm) {}
   std::string name;
   models::KernelSpec spec;
+  std::optional<Comm> comm;
 };
 using Kernels = std::vector<Kernel>;
+/// @brief The kernel launches among `kernels` (tensor-parallel collectives left out).
+std::size_t kernel_count(const Kernels& kernels);
 
 /// @brief A parameter tensor whose gradient is complete after backward kernel `ready_after`.
 struct GradReady {
@@ -111,12 +145,14 @@ struct Block {
 /// @brief A transformer block. `cast_weights` adds autocast's per-forward cast of fp32
 /// weights to param_dtype (DDP under torch.autocast; FSDP gathers weights already cast).
 Block layer_block(const ModelConfig& model, const TrainingConfig& training, Checkpointing checkpointing,
-                  bool cast_weights);
+                  bool cast_weights, const TensorParallel& tp = {});
 /// @brief Token embedding lookup (+ learned positions); with `cast_weights` (autocast) the
 /// lookup runs in fp32, as autocast leaves embeddings alone.
-Block embedding_block(const ModelConfig& model, const TrainingConfig& training, bool cast_weights);
+Block embedding_block(const ModelConfig& model, const TrainingConfig& training, bool cast_weights,
+                      const TensorParallel& tp = {});
 /// @brief Final norm, output projection and the fp32 cross-entropy loss (torchtitan's loss_fn).
-Block head_block(const ModelConfig& model, const TrainingConfig& training, bool cast_weights);
+Block head_block(const ModelConfig& model, const TrainingConfig& training, bool cast_weights,
+                 const TensorParallel& tp = {});
 
 /// @brief An elementwise (memory-bound) kernel over `elements`, with bytes and FLOPs per element.
 models::KernelSpec elementwise(models::Dtype dtype, double elements, double bytes_read, double bytes_written,
@@ -141,6 +177,7 @@ class ProgramBuilder {
   void kernel(int stream, const std::string& prefix, const Kernel& kernel) {
     writer_.kernel(stream, prefix + kernel.name, kernel.spec);
   }
+  /// @brief Kernels only: a tensor-parallel collective (Kernel::comm) is the emitter's to issue.
   void kernels(int stream, const std::string& prefix, const Kernels& kernels);
   /// @brief A collective on `group`; on one-rank subgroups only an out-of-place call is an op
   /// (NCCL's local copy), an in-place one moves nothing and is left out.
@@ -152,8 +189,9 @@ class ProgramBuilder {
   void sync_event(int event) { writer_.sync_event(event); }
   void note(std::string text) { trace_.note(std::move(text)); }
   /// @brief Tokens and model FLOPs (torchtitan's count) per rank per iteration, as Trace::work
-  /// and as a note saying how they were counted.
-  void set_work_and_note(const ModelConfig& model, const TrainingConfig& training);
+  /// and as a note saying how they were counted; `sharers` ranks (a tensor-parallel group)
+  /// process the same tokens together.
+  void set_work_and_note(const ModelConfig& model, const TrainingConfig& training, int sharers = 1);
 
   /// @brief The trace: one Program, run by every rank.
   Trace finish();
