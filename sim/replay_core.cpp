@@ -82,9 +82,10 @@ struct ProgramInfo {
   struct Peer {
     bool send = false;
     int peer = -1;
+    int group = -1;                          ///< Op::group: `peer` within the rank's subgroup
     std::vector<std::int32_t> ops;
   };
-  std::vector<Peer> peers;                  ///< distinct (direction, peer) of the sends and recvs
+  std::vector<Peer> peers;                  ///< distinct (direction, group, peer) of the sends and recvs
 };
 
 /// A collective or send/recv: the members that meet in it and how far they got.
@@ -309,7 +310,7 @@ void ReplayCore::Impl::build_programs() {
     info.duration.assign(n, 0);
     info.group_ops.resize(t.groups.size());
     info.stream_begin.assign(streams_count + 1, 0);
-    std::map<std::pair<bool, int>, int> peer_slot;
+    std::map<std::tuple<bool, int, int>, int> peer_slot;
     // plan.duration's rank only matters for host copies, which advance() prices per rank.
     for (std::size_t i = 0; i < n; ++i) {
       const Op& op = program.ops[i];
@@ -332,8 +333,9 @@ void ReplayCore::Impl::build_programs() {
         }
         case OpKind::send:
         case OpKind::recv: {
-          const auto [it, added] = peer_slot.try_emplace({op.kind == OpKind::send, op.peer}, static_cast<int>(info.peers.size()));
-          if (added) info.peers.push_back({op.kind == OpKind::send, op.peer, {}});
+          const auto [it, added] =
+              peer_slot.try_emplace({op.kind == OpKind::send, op.group, op.peer}, static_cast<int>(info.peers.size()));
+          if (added) info.peers.push_back({op.kind == OpKind::send, op.peer, op.group, {}});
           auto& peer = info.peers[static_cast<std::size_t>(it->second)];
           info.slot[i] = it->second;
           info.ordinal[i] = static_cast<std::int32_t>(peer.ops.size());
@@ -434,7 +436,11 @@ void ReplayCore::Impl::build_p2p() {
     const auto& peers = info(rank).peers;
     for (std::size_t slot = 0; slot < peers.size(); ++slot) {
       const auto& peer = peers[slot];
-      auto key = peer.send ? std::pair{rank, peer.peer} : std::pair{peer.peer, rank};
+      Op op;
+      op.peer = peer.peer;
+      op.group = peer.group;
+      const int other = workloads::peer_rank(t, rank, op);
+      auto key = peer.send ? std::pair{rank, other} : std::pair{other, rank};
       auto [it, added] = pairs.try_emplace(key, -1, -1);
       (peer.send ? it->second.first : it->second.second) = static_cast<int>(slot);
     }

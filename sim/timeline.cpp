@@ -124,7 +124,8 @@ class Texts {
         std::string& text = args_[static_cast<std::size_t>(instance)];
         if (text.empty()) text = meeting_args(instance, op);
         if (op.kind == OpKind::collective) return text;
-        scratch_ = fmt::format(R"J({{"peer":{},{})J", op.peer, std::string_view(text).substr(1));
+        scratch_ = fmt::format(R"J({{"peer":{},{})J", workloads::peer_rank(core_.trace(), rank, op),
+                               std::string_view(text).substr(1));
         return scratch_;
       }
       default:

@@ -227,7 +227,10 @@ class Validator {
         case OpKind::send:
         case OpKind::recv:
           check_stream(rank, p, i, op.stream, false);
-          if (op.peer < 0 || op.peer >= t_.ranks)
+          if (op.group >= static_cast<int>(t_.groups.size()))
+            fail_op(rank, p, i, fmt::format("group #{} is not one of the trace's {} groups", op.group, t_.groups.size()),
+                    "name a declared group");
+          if (op.group < 0 && (op.peer < 0 || op.peer >= t_.ranks))
             fail_op(rank, p, i, fmt::format("peer {} is outside the trace's ranks 0-{}", op.peer, t_.ranks - 1),
                     "name a rank of the job");
           if (!(op.bytes > 0) || !std::isfinite(op.bytes))
@@ -286,10 +289,16 @@ class Validator {
     }
     for (int i : summaries_[p].p2p_ops) {
       const Op& op = program.ops[i];
-      if (op.peer == rank)
+      const int peer = peer_rank(t_, rank, op);
+      if (peer < 0)
+        fail_op(rank, p, i,
+                fmt::format("peer {} of group '{}' is not a rank of rank {}'s subgroup", op.peer,
+                            t_.groups[static_cast<std::size_t>(op.group)].name, rank),
+                "name a rank within the subgroup, or run the program only on the group's members");
+      if (peer == rank)
         fail_op(rank, p, i, fmt::format("rank {} {}s to itself", rank, op.kind == OpKind::send ? "send" : "recv"),
                 "name another rank as the peer (a rank's own data needs a memcpy, not a send)");
-      auto& messages = op.kind == OpKind::send ? sends_[{rank, op.peer}] : recvs_[{op.peer, rank}];
+      auto& messages = op.kind == OpKind::send ? sends_[{rank, peer}] : recvs_[{peer, rank}];
       messages.push_back({rank, i});
     }
   }
@@ -377,6 +386,15 @@ class Validator {
 };
 
 }  // namespace
+
+int peer_rank(const Trace& trace, int rank, const Op& op) {
+  if (op.group < 0) return op.peer;
+  const ProcessGroup& g = trace.groups[static_cast<std::size_t>(op.group)];
+  const int sub = g.subgroup_of_rank[static_cast<std::size_t>(rank)];
+  if (sub < 0 || op.peer < 0) return -1;
+  const std::vector<int>& members = g.subgroups[static_cast<std::size_t>(sub)];
+  return op.peer < static_cast<int>(members.size()) ? members[static_cast<std::size_t>(op.peer)] : -1;
+}
 
 void validate(const Trace& trace) { Validator(trace).run(); }
 

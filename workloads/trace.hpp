@@ -61,7 +61,11 @@ struct Op {
   int kernel = -1;          ///< kernel: Trace::kernels index, or -1 when `duration` is given
   Seconds duration = 0;     ///< kernel with kernel == -1: its device time; cpu: CPU time
   int collective = -1;      ///< collective: Trace::collectives index
-  int peer = -1;            ///< send / recv: the other rank (global)
+  int peer = -1;            ///< send / recv: the other rank: global, or within `group`
+  /// send / recv: -1, or a Trace::groups index: `peer` is then a rank of the issuing rank's
+  /// subgroup, so ranks that talk to their own neighbours (pipeline stages of every
+  /// data-parallel replica) share one Program.
+  int group = -1;
   Bytes bytes = 0;          ///< send / recv / memcpy
   MemcpyKind memcpy = MemcpyKind::device_to_device;
   HostMemory host_memory = HostMemory::pinned;  ///< memcpy h2d / d2h
@@ -127,6 +131,10 @@ struct Trace {
 
   const Program& program(int rank) const { return programs[program_of_rank[rank]]; }
 };
+
+/// @brief The global rank a send/recv `op` of `rank` talks to (Op::group resolved); -1 when
+/// `rank` is not in the group or the peer is outside its subgroup.
+int peer_rank(const Trace& trace, int rank, const Op& op);
 
 /// @brief Structural checks a Trace must pass before replay (indices in range, streams and
 /// events of the op's program, groups partition what they claim, every rank a member of the

@@ -34,8 +34,8 @@ std::string program_key(const Program& p) {
   for (const std::string& e : p.events) key += e + '\n';
   key += '\x1f';
   for (const Op& op : p.ops)
-    key += fmt::format("{},{},{},{},{},{},{},{},{},{},{};", static_cast<int>(op.kind), op.stream, op.name, op.kernel,
-                       op.duration, op.collective, op.peer, op.bytes, static_cast<int>(op.memcpy),
+    key += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{};", static_cast<int>(op.kind), op.stream, op.name, op.kernel,
+                       op.duration, op.collective, op.peer, op.group, op.bytes, static_cast<int>(op.memcpy),
                        static_cast<int>(op.host_memory), op.event);
   return key;
 }
@@ -133,14 +133,14 @@ void ProgramWriter::collective(int stream, const std::string& name, const Collec
   push(Op{.kind = OpKind::collective, .stream = stream, .name = trace_.name(name), .collective = collective});
 }
 
-void ProgramWriter::send(int stream, const std::string& name, int peer, Bytes bytes) {
+void ProgramWriter::send(int stream, const std::string& name, int peer, Bytes bytes, int group) {
   gap();
-  push(Op{.kind = OpKind::send, .stream = stream, .name = trace_.name(name), .peer = peer, .bytes = bytes});
+  push(Op{.kind = OpKind::send, .stream = stream, .name = trace_.name(name), .peer = peer, .group = group, .bytes = bytes});
 }
 
-void ProgramWriter::recv(int stream, const std::string& name, int peer, Bytes bytes) {
+void ProgramWriter::recv(int stream, const std::string& name, int peer, Bytes bytes, int group) {
   gap();
-  push(Op{.kind = OpKind::recv, .stream = stream, .name = trace_.name(name), .peer = peer, .bytes = bytes});
+  push(Op{.kind = OpKind::recv, .stream = stream, .name = trace_.name(name), .peer = peer, .group = group, .bytes = bytes});
 }
 
 void ProgramWriter::memcpy(int stream, const std::string& name, MemcpyKind kind, Bytes bytes, HostMemory host) {

@@ -64,8 +64,10 @@ class ProgramWriter {
 
   void kernel(int stream, const std::string& name, const models::KernelSpec& spec);
   void collective(int stream, const std::string& name, const CollectiveCall& call);
-  void send(int stream, const std::string& name, int peer, Bytes bytes);
-  void recv(int stream, const std::string& name, int peer, Bytes bytes);
+  /// @brief A send / recv to `peer`: a global rank, or with `group` >= 0 a rank of the issuing
+  /// rank's subgroup of that group (Op::group).
+  void send(int stream, const std::string& name, int peer, Bytes bytes, int group = -1);
+  void recv(int stream, const std::string& name, int peer, Bytes bytes, int group = -1);
   void memcpy(int stream, const std::string& name, MemcpyKind kind, Bytes bytes, HostMemory host);
   void cpu(const std::string& name, Seconds duration);
   void record(int stream, int event);
