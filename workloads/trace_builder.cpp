@@ -127,6 +127,11 @@ void ProgramWriter::kernel(int stream, const std::string& name, const models::Ke
   push(Op{.kind = OpKind::kernel, .stream = stream, .name = trace_.name(name), .kernel = kernel});
 }
 
+void ProgramWriter::timed_kernel(int stream, const std::string& name, Seconds duration) {
+  gap();
+  push(Op{.kind = OpKind::kernel, .stream = stream, .name = trace_.name(name), .duration = duration});
+}
+
 void ProgramWriter::collective(int stream, const std::string& name, const CollectiveCall& call) {
   const int collective = trace_.collective(call);
   gap();

@@ -63,6 +63,8 @@ class ProgramWriter {
   int new_event(const std::string& name);
 
   void kernel(int stream, const std::string& name, const models::KernelSpec& spec);
+  /// @brief A kernel of a given device time (a trace file's `gpu:` op).
+  void timed_kernel(int stream, const std::string& name, Seconds duration);
   void collective(int stream, const std::string& name, const CollectiveCall& call);
   /// @brief A send / recv to `peer`: a global rank, or with `group` >= 0 a rank of the issuing
   /// rank's subgroup of that group (Op::group).

@@ -22,6 +22,7 @@
 #include "models/compute/elementwise.hpp"
 #include "workloads/generators/transformer.hpp"
 #include "workloads/mesh.hpp"
+#include "workloads/pipeline_schedule.hpp"
 #include "workloads/workload.hpp"
 
 namespace stepsim::workloads {
@@ -218,27 +219,31 @@ class FsdpEmitter {
       : m_(model), t_(training), c_(fsdp), b_(reader.origin(), job.ranks(), training.cpu_op_gap),
         a_(models::bytes_of(training.param_dtype)), r_(models::bytes_of(training.reduce_dtype)) {
     if (doc["parallelism"]) {
-      const Parallelism par = read_parallelism(doc, reader, job.ranks());
-      check_modelled(par, reader, doc["parallelism"]);
-      tp_ = read_tensor_parallel(doc, reader, par.tp, m_, doc["parallelism"]["tp"]);
-      make_mesh_groups(par, reader, doc);
+      par_ = read_parallelism(doc, reader, job.ranks());
+      check_modelled(par_, reader, doc["parallelism"]);
+      tp_ = read_tensor_parallel(doc, reader, par_.tp, m_, doc["parallelism"]["tp"]);
+      pipe_ = read_pipeline(doc, reader, par_.pp, m_, t_);
+      if (par_.pp > 1 && !c_.wrap_layers)
+        reader.fail("fsdp.wrap", doc["fsdp"]["wrap"], "pipeline stages shard each of their blocks (torchtitan)",
+                    "use fsdp.wrap: layer with parallelism.pp");
+      make_mesh_groups(par_, reader, doc);
     } else {
+      par_.dp_shard = job.ranks();
       tp_ = read_tensor_parallel(doc, reader, 1, m_, YAML::Node());
+      pipe_ = read_pipeline(doc, reader, 1, m_, t_);
       make_groups(job, reader, doc);
     }
-    make_units();
-    compute_ = b_.stream("compute");
-    if (c_.strategy != Strategy::no_shard) {
-      all_gather_ = b_.stream("all_gather");
-      reduce_scatter_ = b_.stream("reduce_scatter");
+    if (par_.pp == 1) {
+      make_units();
+      open_streams();
     }
-    if (c_.strategy == Strategy::no_shard || c_.strategy == Strategy::hybrid_shard) all_reduce_ = b_.stream("all_reduce");
   }
 
   Trace emit() {
     const Block embedding = embedding_block(m_, t_, false, tp_);
     const Block layer = layer_block(m_, t_, c_.checkpointing, false, tp_);
     const Block head = head_block(m_, t_, false, tp_);
+    if (par_.pp > 1) return emit_pipeline(embedding, layer, head);
     for (int micro = 0; micro < t_.gradient_accumulation; ++micro) {
       forward(embedding, layer, head);
       backward(embedding, layer, head);
@@ -304,15 +309,166 @@ class FsdpEmitter {
       if (c_.strategy == Strategy::hybrid_shard) replicate_group_ = b_.group(mesh.group("replicate", {"dp_replicate"}));
     }
     if (par.tp > 1) tp_group_ = b_.group(mesh.group("tp", {"tp"}));
+    if (par.pp > 1) pp_group_ = b_.group(mesh.group("pp", {"pp"}));
   }
 
   // What the transformer generators do not build yet is refused, not approximated.
   static void check_modelled(const Parallelism& par, const YamlReader& reader, const YAML::Node& section) {
-    for (const auto& [axis, what] : {std::pair{"pp", "pipeline"}, std::pair{"cp", "context"}, std::pair{"ep", "expert"}})
+    for (const auto& [axis, what] : {std::pair{"cp", "context"}, std::pair{"ep", "expert"}})
       if (par.degree(axis) > 1)
         reader.fail(std::string("parallelism.") + axis, section[axis] ? section[axis] : section,
                     fmt::format("{} parallelism is not modelled yet (parallelism.{} = {})", what, axis, par.degree(axis)),
-                    fmt::format("set parallelism.{} to 1; dp_replicate, dp_shard and tp are modelled", axis));
+                    fmt::format("set parallelism.{} to 1; dp_replicate, dp_shard, tp and pp are modelled", axis));
+  }
+
+  void open_streams() {
+    compute_ = b_.stream("compute");
+    if (c_.strategy != Strategy::no_shard) {
+      all_gather_ = b_.stream("all_gather");
+      reduce_scatter_ = b_.stream("reduce_scatter");
+    }
+    if (c_.strategy == Strategy::no_shard || c_.strategy == Strategy::hybrid_shard) all_reduce_ = b_.stream("all_reduce");
+  }
+
+  // --- pipeline parallelism ------------------------------------------------------------------
+  // One program per stage (its ranks of every replica share it: their sends name pp ranks).
+  // torchtitan with PP: each chunk's blocks and its root are FSDP units kept unsharded after
+  // forward (reshard_after_forward is off with PP); torch.distributed.pipelining turns gradient
+  // sync off for every micro-batch and reduce-scatters each unit once after the last backward
+  // (perform_reduce_grad); activations go forward and their gradients back over the pp group.
+  Trace emit_pipeline(const Block& embedding, const Block& layer, const Block& head) {
+    const DeviceMesh mesh = dense_mesh(par_);
+    const ProcessGroup pp = mesh.group("pp", {"pp"});
+    const int chunks = par_.pp * pipe_.virtual_stages;
+    const std::vector<int> first = chunk_first_layers(m_.layers, chunks);
+    for (int stage = 0; stage < par_.pp; ++stage) {
+      begin_stage(stage, first);
+      for (const PipelineAction& a :
+           pipeline_actions(pipe_.schedule, par_.pp, pipe_.virtual_stages, t_.gradient_accumulation, stage)) {
+        if (a.forward)
+          forward_chunk(a, chunks, first, embedding, layer, head);
+        else
+          backward_chunk(a, chunks, first, embedding, layer, head);
+      }
+      reduce_stage();
+      optimizer_step();
+      std::vector<int> ranks;
+      for (const std::vector<int>& replica : pp.subgroups) ranks.push_back(replica[static_cast<std::size_t>(stage)]);
+      b_.next_program(ranks);
+    }
+    add_notes(embedding, layer, head);
+    add_pipeline_note(first);
+    return b_.finish();
+  }
+
+  // The stage's units (per chunk: its root, then its blocks) and fresh per-program state.
+  void begin_stage(int stage, const std::vector<int>& first) {
+    units_.clear();
+    chunk_units_.clear();
+    stage_params_ = 0;
+    previous_copy_out_ = previous_reduce_scatter_ = last_reduction_ = -1;
+    free_events_.clear();
+    open_streams();
+    send_next_ = b_.stream("pp.send_next");
+    recv_prev_ = b_.stream("pp.recv_prev");
+    send_prev_ = b_.stream("pp.send_prev");
+    recv_next_ = b_.stream("pp.recv_next");
+    const int chunks = static_cast<int>(first.size()) - 1;
+    for (int c = stage; c < chunks; c += par_.pp) {
+      std::vector<int>& ids = chunk_units_[c];
+      const double root =
+          (c == 0 ? embedding_params(m_, t_, tp_) : 0) + (c + 1 == chunks ? head_params(m_, tp_) : 0);
+      ids.push_back(static_cast<int>(units_.size()));
+      units_.push_back({fmt::format("chunks.{}.root", c), root, false});
+      for (int i = first[static_cast<std::size_t>(c)]; i < first[static_cast<std::size_t>(c) + 1]; ++i) {
+        ids.push_back(static_cast<int>(units_.size()));
+        units_.push_back({fmt::format("layers.{}", i), layer_params(m_, tp_), false});
+      }
+      for (int u : ids) stage_params_ += units_[static_cast<std::size_t>(u)].params;
+    }
+  }
+
+  // The activation (or its gradient) one pipeline hop carries: a micro-batch's residual stream,
+  // sequence-sharded under sequence parallelism.
+  Bytes activation_bytes() const {
+    return t_.tokens() * m_.hidden * a_ / (tp_.sequence_parallel ? tp_.tp : 1);
+  }
+
+  // `stream` receives from pp rank `peer`; the compute stream waits for it.
+  void receive(int stream, const std::string& name, int peer) {
+    b_.recv(stream, name, peer, activation_bytes(), pp_group_);
+    const int got = b_.event(name + ".received");
+    b_.record(stream, got);
+    b_.wait(compute_, got);
+  }
+  // `stream` sends to pp rank `peer` what the compute stream has produced so far.
+  void pass_on(int stream, const std::string& name, int peer) {
+    const int ready = b_.event(name + ".ready");
+    b_.record(compute_, ready);
+    b_.wait(stream, ready);
+    b_.send(stream, name, peer, activation_bytes(), pp_group_);
+  }
+
+  void forward_chunk(const PipelineAction& a, int chunks, const std::vector<int>& first, const Block& embedding,
+                     const Block& layer, const Block& head) {
+    const int next = (a.chunk + 1) % par_.pp, prev = (a.chunk + par_.pp - 1) % par_.pp;
+    if (a.chunk > 0) receive(recv_prev_, fmt::format("chunks.{}.activation", a.chunk), prev);
+    const std::vector<int>& ids = chunk_units_.at(a.chunk);
+    previous_copy_out_ = -1;
+    unshard(ids.front());
+    wait_for_unshard(ids.front(), true);
+    if (a.chunk == 0) run("", embedding.forward);
+    for (std::size_t k = 1; k < ids.size(); ++k) {
+      unshard(ids[k]);
+      wait_for_unshard(ids[k], true);
+      run(layer_prefix(first[static_cast<std::size_t>(a.chunk)] + static_cast<int>(k) - 1), layer.forward);
+    }
+    if (a.chunk + 1 == chunks)
+      run("", head.forward);
+    else
+      pass_on(send_next_, fmt::format("chunks.{}.activation", a.chunk + 1), next);
+  }
+
+  void backward_chunk(const PipelineAction& a, int chunks, const std::vector<int>& first, const Block& embedding,
+                      const Block& layer, const Block& head) {
+    const int next = (a.chunk + 1) % par_.pp, prev = (a.chunk + par_.pp - 1) % par_.pp;
+    if (a.chunk + 1 < chunks)
+      receive(recv_next_, fmt::format("chunks.{}.gradient", a.chunk + 1), next);
+    else
+      run("", head.backward);
+    const std::vector<int>& ids = chunk_units_.at(a.chunk);
+    for (std::size_t k = ids.size(); k-- > 1;) {
+      const std::string prefix = layer_prefix(first[static_cast<std::size_t>(a.chunk)] + static_cast<int>(k) - 1);
+      run(prefix, layer.recompute);
+      run(prefix, layer.backward);
+    }
+    if (a.chunk == 0)
+      run("", embedding.backward);
+    else
+      pass_on(send_prev_, fmt::format("chunks.{}.gradient", a.chunk), prev);
+  }
+
+  // After the last micro-batch: every unit's gradients, last block first, chunk by chunk from
+  // the last (the order their backwards finished in).
+  void reduce_stage() {
+    previous_reduce_scatter_ = -1;
+    for (auto it = chunk_units_.rbegin(); it != chunk_units_.rend(); ++it)
+      for (auto u = it->second.rbegin(); u != it->second.rend(); ++u)
+        if (units_[static_cast<std::size_t>(*u)].params > 0) reduce(*u);
+    if (last_reduction_ >= 0) b_.wait(compute_, last_reduction_);
+  }
+
+  void add_pipeline_note(const std::vector<int>& first) {
+    std::string split;
+    for (std::size_t c = 0; c + 1 < first.size(); ++c)
+      split += fmt::format("{}{}", c ? ", " : "", first[c + 1] - first[c]);
+    b_.note(fmt::format(
+        "pipeline: {} stages x {} chunk(s) per rank, schedule {}, {} micro-batches of {} tokens; blocks per chunk "
+        "{} (torchtitan's split: the embedding and the output weigh one block each); activations and their "
+        "gradients of {} per hop on the pp group; FSDP units stay unsharded after forward and reduce once after "
+        "the last backward",
+        par_.pp, pipe_.virtual_stages, to_string(pipe_.schedule), t_.gradient_accumulation, t_.tokens(), split,
+        format_size(activation_bytes())));
   }
 
   void make_units() {
@@ -338,7 +494,10 @@ class FsdpEmitter {
   // FSDP2's reduce-scatter writes a new shard tensor (out of place; on one GPU, NCCL's local
   // copy); its all-gather input is a view of the output and its all-reduces are in place.
   void collective(int stream, const std::string& name, CollectiveOp op, Bytes bytes, int group) {
-    const std::string prefix = group == replicate_group_ ? "replicate" : group == tp_group_ ? "tp" : "fsdp";
+    const std::string prefix = group == replicate_group_ ? "replicate"
+                               : group == tp_group_      ? "tp"
+                               : group == pp_group_      ? "pp"
+                                                         : "fsdp";
     const int nccl = b_.stream(prefix + ".nccl");
     const int in = b_.event(prefix + ".nccl.in"), out = b_.event(prefix + ".nccl.out");
     b_.record(stream, in);
@@ -386,6 +545,10 @@ class FsdpEmitter {
   void unshard(int u) {
     Unit& unit = units_[static_cast<std::size_t>(u)];
     if (unit.state != State::sharded) return;
+    if (unit.params <= 0) {   // a pipeline chunk's root without the embedding or the output
+      unit.state = State::unsharded;
+      return;
+    }
     if (c_.limit_all_gathers && free_events_.size() >= 2) {
       b_.sync_event(free_events_.front());
       free_events_.pop_front();
@@ -518,7 +681,7 @@ class FsdpEmitter {
   }
 
   void optimizer_step() {
-    const double local = total_params(m_, t_, tp_) / shard_size_;
+    const double local = (par_.pp > 1 ? stage_params_ : total_params(m_, t_, tp_)) / shard_size_;
     b_.kernels(compute_, "", clip_norm_kernels(t_, local));
     // The total norm is a partial sum over the shards: DTensor all-reduces one fp32 within the
     // shard group (replicated gradients need none), and over tp for tensor-parallel weights.
@@ -526,13 +689,16 @@ class FsdpEmitter {
       collective(compute_, "clip_grad_norm.all_reduce", CollectiveOp::allreduce, 4, shard_group_);
     if (t_.max_norm > 0 && tp_group_ >= 0)
       collective(compute_, "clip_grad_norm.tp.all_reduce", CollectiveOp::allreduce, 4, tp_group_);
+    // torchtitan's clip_grad_norm_ sums the stages' norms over the pp group.
+    if (t_.max_norm > 0 && pp_group_ >= 0)
+      collective(compute_, "clip_grad_norm.pp.all_reduce", CollectiveOp::allreduce, 4, pp_group_);
     b_.kernels(compute_, "", clip_scale_kernels(t_, local));
     b_.kernels(compute_, "", optimizer_kernels(t_, local));
   }
 
   void add_notes(const Block& embedding, const Block& layer, const Block& head) {
     const double total = total_params(m_, t_);
-    b_.set_work_and_note(m_, t_, tp_.tp);
+    b_.set_work_and_note(m_, t_, tp_.tp * par_.pp);
     if (tp_.tp > 1) add_tp_note(layer);
     b_.note(fmt::format("parameters: {:.4g} in all, {:.4g} per transformer block, {:.4g} in the root (embeddings, "
                         "final norm, output); {} units; shard groups of {} rank(s){}",
@@ -598,12 +764,17 @@ class FsdpEmitter {
   const ModelConfig& m_;
   const TrainingConfig& t_;
   const FsdpConfig& c_;
+  Parallelism par_;
   TensorParallel tp_;
+  PipelineConfig pipe_;
   ProgramBuilder b_;
   double a_;   ///< bytes per parameter in param_dtype
   double r_;   ///< bytes per gradient in reduce_dtype
   std::vector<Unit> units_;
-  int shard_group_ = -1, replicate_group_ = -1, tp_group_ = -1;
+  int shard_group_ = -1, replicate_group_ = -1, tp_group_ = -1, pp_group_ = -1;
+  int send_next_ = -1, recv_prev_ = -1, send_prev_ = -1, recv_next_ = -1;   ///< pipeline p2p streams
+  std::map<int, std::vector<int>> chunk_units_;   ///< pipeline: chunk -> its units (root first)
+  double stage_params_ = 0;                       ///< pipeline: the stage's parameters per rank
   int shard_size_ = 1, replicate_size_ = 1;
   int compute_ = -1, all_gather_ = -1, reduce_scatter_ = -1, all_reduce_ = -1;
   int previous_copy_out_ = -1;        ///< FSDP2 all_gather_state: last forward copy-out
@@ -620,7 +791,8 @@ class FsdpGenerator : public Generator {
  public:
   Trace generate(const YAML::Node& doc, const YamlReader& reader, const JobContext& job) const override {
     reader.check_keys(doc, "",
-                      {"version", "kind", "description", "model", "training", "fsdp", "parallelism", "tensor_parallel"});
+                      {"version", "kind", "description", "model", "training", "fsdp", "parallelism", "tensor_parallel",
+                       "pipeline"});
     const ModelConfig model = read_model(doc, reader);
     const TrainingConfig training = read_training(doc, reader);
     const FsdpConfig fsdp = read_fsdp(doc, reader, training);

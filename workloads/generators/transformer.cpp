@@ -114,6 +114,67 @@ TensorParallel read_tensor_parallel(const YAML::Node& doc, const YamlReader& rea
   return out;
 }
 
+std::vector<int> chunk_first_layers(int layers, int chunks) {
+  std::vector<int> first;
+  const int effective = layers + 2;   // the embedding and the output weigh one layer each
+  int layer = 0;
+  for (int c = 0; c < chunks; ++c) {
+    first.push_back(layer);
+    int share = effective / chunks + (c < effective % chunks ? 1 : 0);
+    if (c == 0) --share;
+    if (c + 1 == chunks) --share;
+    layer = std::min(layers, layer + std::max(0, share));
+  }
+  first.push_back(layers);
+  return first;
+}
+
+PipelineConfig read_pipeline(const YAML::Node& doc, const YamlReader& reader, int pp, const ModelConfig& m,
+                             const TrainingConfig& t) {
+  PipelineConfig out;
+  const YAML::Node section = doc["pipeline"];
+  bool virtual_given = false;
+  if (section) {
+    if (!section.IsMap())
+      reader.fail("pipeline", section, "expected a section", "write e.g. pipeline: {schedule: 1F1B}");
+    reader.check_keys(section, "pipeline", {"schedule", "virtual_stages"});
+    if (const YAML::Node n = section["schedule"]) {
+      const std::string name =
+          reader.get_choice(n, "pipeline.schedule", {"GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS"});
+      out.schedule = name == "GPipe"             ? PipelineSchedule::gpipe
+                     : name == "Interleaved1F1B" ? PipelineSchedule::interleaved_1f1b
+                     : name == "LoopedBFS"       ? PipelineSchedule::looped_bfs
+                                                 : PipelineSchedule::one_f_one_b;
+    }
+    if (const YAML::Node n = section["virtual_stages"]) {
+      out.virtual_stages = reader.get_int(n, "pipeline.virtual_stages", 1);
+      virtual_given = true;
+      if (!multi_stage(out.schedule) && out.virtual_stages > 1)
+        reader.fail("pipeline.virtual_stages", n,
+                    fmt::format("{} runs one chunk per rank", to_string(out.schedule)),
+                    "use schedule: Interleaved1F1B or LoopedBFS for virtual stages, or drop virtual_stages");
+    }
+  }
+  // torchtitan: two chunks per rank by default for multi-stage schedules.
+  if (!virtual_given && multi_stage(out.schedule)) out.virtual_stages = 2;
+  if (pp == 1) return out;
+  const YAML::Node at = section ? section : doc["parallelism"];
+  const std::string where = section ? "pipeline" : "parallelism";
+  if (out.schedule == PipelineSchedule::interleaved_1f1b && t.gradient_accumulation % pp != 0)
+    reader.fail(where, at,
+                fmt::format("Interleaved1F1B needs the micro-batches (training.gradient_accumulation = {}) to be a "
+                            "multiple of pp ({})",
+                            t.gradient_accumulation, pp),
+                "set training.gradient_accumulation to a multiple of " + std::to_string(pp));
+  const int chunks = pp * out.virtual_stages;
+  if ((m.layers + 2) / chunks < 1)
+    reader.fail(where, at,
+                fmt::format("{} chunks (pp {} x virtual_stages {}) for {} layers plus the embedding and the output",
+                            chunks, pp, out.virtual_stages, m.layers),
+                "use fewer stages or virtual stages");
+  return out;
+}
+
 Checkpointing read_checkpointing(const YAML::Node& node, const std::string& path, const YamlReader& reader) {
   const std::string text = reader.get_choice(node, path, {"none", "selective", "full"});
   return text == "full" ? Checkpointing::full : text == "selective" ? Checkpointing::selective : Checkpointing::none;
@@ -611,12 +672,19 @@ Kernels optimizer_kernels(const TrainingConfig& t, double params) {
 }
 
 ProgramBuilder::ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap)
-    : trace_(std::move(origin), ranks), writer_(trace_, cpu_op_gap) {}
+    : trace_(std::move(origin), ranks), cpu_op_gap_(cpu_op_gap),
+      writer_(std::make_unique<ProgramWriter>(trace_, cpu_op_gap)) {}
+
+void ProgramBuilder::next_program(const std::vector<int>& ranks) {
+  trace_.assign(ranks, writer_->take());
+  writer_ = std::make_unique<ProgramWriter>(trace_, cpu_op_gap_);
+  split_ = true;
+}
 
 void ProgramBuilder::kernels(int stream, const std::string& prefix, const Kernels& kernels) {
   for (const Kernel& k : kernels) {
     if (k.comm) throw std::logic_error("transformer: tensor-parallel collective " + k.name + " outside an emitter's tp group");
-    writer_.kernel(stream, prefix + k.name, k.spec);
+    writer_->kernel(stream, prefix + k.name, k.spec);
   }
 }
 
@@ -632,7 +700,7 @@ void ProgramBuilder::collective(int stream, const std::string& name, models::Col
   call.algorithm = algorithm;
   call.options = options;
   call.in_place = in_place;
-  writer_.collective(stream, name, call);
+  writer_->collective(stream, name, call);
 }
 
 void ProgramBuilder::set_work_and_note(const ModelConfig& model, const TrainingConfig& training, int sharers) {
@@ -645,7 +713,7 @@ void ProgramBuilder::set_work_and_note(const ModelConfig& model, const TrainingC
 }
 
 Trace ProgramBuilder::finish() {
-  trace_.assign_all(writer_.take());
+  if (!split_) trace_.assign_all(writer_->take());
   return trace_.finish();
 }
 

@@ -11,6 +11,7 @@
 /// of 2·P·T each, so a pass without recomputation does 6·P·T in GEMMs.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 
 #include "models/compute/kernel.hpp"
 #include "platforms/yaml_reader.hpp"
+#include "workloads/pipeline_schedule.hpp"
 #include "workloads/trace.hpp"
 #include "workloads/trace_builder.hpp"
 
@@ -88,6 +90,23 @@ struct TensorParallel {
 /// heads and kv_heads must divide by tp, and so must ffn_hidden and vocab.
 TensorParallel read_tensor_parallel(const YAML::Node& doc, const platforms::YamlReader& reader, int tp,
                                     const ModelConfig& model, const YAML::Node& tp_node);
+
+/// @brief The `pipeline:` section (docs/parallelism.md): the schedule and the chunks per rank.
+struct PipelineConfig {
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int virtual_stages = 1;
+};
+
+/// @brief Reads `pipeline:` for `pp` stages: an unknown schedule, virtual stages on a
+/// single-stage schedule, interleaved 1F1B with micro-batches (training.gradient_accumulation)
+/// not a multiple of pp, and more chunks than layers allow are errors naming the key.
+PipelineConfig read_pipeline(const YAML::Node& doc, const platforms::YamlReader& reader, int pp,
+                             const ModelConfig& model, const TrainingConfig& training);
+
+/// @brief The first layer of each of `chunks` pipeline chunks, then the layer count: torchtitan's
+/// split (pipeline_parallel.py _generate_llm_fqn_per_model_part), which counts the embedding and
+/// the output as one layer each and gives the remainder to the first chunks.
+std::vector<int> chunk_first_layers(int layers, int chunks);
 
 /// @brief Weights of one transformer block (attention, MLP, both norms, biases) a rank holds
 /// under `tp` (the whole block without it).
@@ -164,18 +183,26 @@ Kernels clip_scale_kernels(const TrainingConfig& training, double params);
 /// @brief The optimizer step over `params` local fp32 parameters.
 Kernels optimizer_kernels(const TrainingConfig& training, double params);
 
-/// @brief Appends ops to the single Program all ranks of a data-parallel job share, through the
-/// shared TraceBuilder / ProgramWriter (workloads/trace_builder.hpp).
+/// @brief Appends ops to the Program every rank of a data-parallel job shares, or to one
+/// program per pipeline stage (next_program), through the shared TraceBuilder / ProgramWriter
+/// (workloads/trace_builder.hpp).
 class ProgramBuilder {
  public:
   ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap);
 
-  int stream(const std::string& name) { return writer_.stream(name); }
-  int event(const std::string& name) { return writer_.event(name); }
+  int stream(const std::string& name) { return writer_->stream(name); }
+  int event(const std::string& name) { return writer_->event(name); }
   int group(ProcessGroup group) { return trace_.group(std::move(group)); }
 
   void kernel(int stream, const std::string& prefix, const Kernel& kernel) {
-    writer_.kernel(stream, prefix + kernel.name, kernel.spec);
+    writer_->kernel(stream, prefix + kernel.name, kernel.spec);
+  }
+  /// @brief A send / recv to rank `peer` of the issuing rank's subgroup of `group`.
+  void send(int stream, const std::string& name, int peer, Bytes bytes, int group) {
+    writer_->send(stream, name, peer, bytes, group);
+  }
+  void recv(int stream, const std::string& name, int peer, Bytes bytes, int group) {
+    writer_->recv(stream, name, peer, bytes, group);
   }
   /// @brief Kernels only: a tensor-parallel collective (Kernel::comm) is the emitter's to issue.
   void kernels(int stream, const std::string& prefix, const Kernels& kernels);
@@ -184,21 +211,26 @@ class ProgramBuilder {
   void collective(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group,
                   const std::string& algorithm = "nccl", const models::AlgorithmOptions& options = {},
                   bool in_place = true);
-  void record(int stream, int event) { writer_.record(stream, event); }
-  void wait(int stream, int event) { writer_.wait(stream, event); }
-  void sync_event(int event) { writer_.sync_event(event); }
+  void record(int stream, int event) { writer_->record(stream, event); }
+  void wait(int stream, int event) { writer_->wait(stream, event); }
+  void sync_event(int event) { writer_->sync_event(event); }
   void note(std::string text) { trace_.note(std::move(text)); }
   /// @brief Tokens and model FLOPs (torchtitan's count) per rank per iteration, as Trace::work
   /// and as a note saying how they were counted; `sharers` ranks (a tensor-parallel group)
   /// process the same tokens together.
   void set_work_and_note(const ModelConfig& model, const TrainingConfig& training, int sharers = 1);
 
-  /// @brief The trace: one Program, run by every rank.
+  /// @brief Gives the program written so far to `ranks` and starts an empty one.
+  void next_program(const std::vector<int>& ranks);
+  /// @brief The trace: the program written so far run by every rank, unless next_program
+  /// handed out every rank's.
   Trace finish();
 
  private:
   TraceBuilder trace_;
-  ProgramWriter writer_;
+  Seconds cpu_op_gap_;
+  std::unique_ptr<ProgramWriter> writer_;
+  bool split_ = false;   ///< next_program was called
 };
 
 }  // namespace stepsim::workloads::transformer

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "platforms/config_error.hpp"
 #include "workloads/trace_builder.hpp"
 
 namespace stepsim::workloads {
@@ -101,6 +102,40 @@ TEST(TraceBuilder, EveryIssuedGpuOpFollowsTheCpuGap) {
   EXPECT_EQ(p.ops[4].kind, OpKind::record);
   EXPECT_EQ(p.ops[5].kind, OpKind::sync);
   EXPECT_EQ(p.ops[7].memcpy, MemcpyKind::host_to_device);
+}
+
+TEST(TraceBuilder, PeersWithinAGroupLetReplicasShareAProgram) {
+  // Two pipeline stages of two replicas: stage 0 is ranks {0, 1}, stage 1 ranks {2, 3}; the
+  // "pp" group pairs 0-2 and 1-3, so each stage's program names its peer as pp rank 0 or 1.
+  TraceBuilder b("test", 4);
+  const int pp = b.group(ProcessGroup{"pp", {{0, 2}, {1, 3}}, {0, 1, 0, 1}});
+  auto stage = [&](bool first, int peer) {
+    ProgramWriter w(b, 0);
+    const int s = w.stream("p2p");
+    if (first) w.send(s, "activation", peer, 1024, pp);
+    else w.recv(s, "activation", peer, 1024, pp);
+    return w.take();
+  };
+  b.assign({0, 1}, stage(true, 1));
+  b.assign({2, 3}, stage(false, 0));
+  const Trace t = b.finish();
+  EXPECT_EQ(t.programs.size(), 2u);
+  EXPECT_NO_THROW(validate(t));
+  EXPECT_EQ(peer_rank(t, 1, t.program(1).ops[0]), 3);
+  EXPECT_EQ(peer_rank(t, 3, t.program(3).ops[0]), 1);
+
+  TraceBuilder bad("test", 4);
+  bad.group(ProcessGroup{"pp", {{0, 2}, {1, 3}}, {0, 1, 0, 1}});
+  ProgramWriter w(bad, 0);
+  w.send(w.stream("p2p"), "activation", 2, 1024, 0);   // a group of 2 has no rank 2
+  bad.assign_all(w.take());
+  try {
+    validate(bad.finish());
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("peer 2 of group 'pp' is not a rank of rank 0's subgroup"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TraceBuilder, ARankWithoutAProgramIsAGeneratorBug) {

@@ -1,0 +1,154 @@
+// Pipeline parallelism in the fsdp generator (parallelism.pp, pipeline): one program per
+// stage shared by its replicas, activations and gradients counted and sized by hand, FSDP
+// gathering and reducing each unit once per iteration, the layer split, GEMM FLOPs summed over
+// the stages equal to the unpipelined model's, and the bad-input cases.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "platforms/config_error.hpp"
+#include "platforms/loader.hpp"
+#include "workloads/workload.hpp"
+
+namespace stepsim::workloads {
+namespace {
+
+using models::CollectiveOp;
+
+constexpr double kTokens = 2048;                      // micro_batch 1 x sequence 2048
+constexpr double kActivation = kTokens * 4096 * 2;    // a micro-batch's bf16 residual stream
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  Trace load(std::vector<std::string> overrides, int nodes = 1) {
+    platforms::PlatformOptions options;
+    options.nodes = nodes;
+    platforms_.push_back(std::make_unique<platforms::Platform>(platforms::load_platform("dgx-h100", options)));
+    allocations_.push_back(platforms::parse_allocation("", *platforms_.back()));
+    overrides.insert(overrides.begin(), {"training.micro_batch=1", "training.sequence=2048",
+                                         "training.gradient_accumulation=8", "fsdp.activation_checkpointing=none"});
+    return load_workload("llama3-8b", JobContext{*platforms_.back(), allocations_.back()}, overrides);
+  }
+  std::string error(std::vector<std::string> overrides) {
+    try {
+      load(std::move(overrides));
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "no error";
+  }
+  std::vector<std::unique_ptr<platforms::Platform>> platforms_;
+  std::vector<platforms::Allocation> allocations_;
+};
+
+int group_named(const Trace& t, const std::string& name) {
+  for (std::size_t g = 0; g < t.groups.size(); ++g)
+    if (t.groups[g].name == name) return static_cast<int>(g);
+  return -1;
+}
+
+struct P2p {
+  int sends = 0, recvs = 0;
+  double bytes = 0;
+  std::vector<int> peers;   // resolved, in order
+};
+P2p p2p(const Trace& t, int rank) {
+  P2p out;
+  for (const Op& o : t.program(rank).ops) {
+    if (o.kind != OpKind::send && o.kind != OpKind::recv) continue;
+    (o.kind == OpKind::send ? out.sends : out.recvs) += 1;
+    out.bytes += o.bytes;
+    out.peers.push_back(peer_rank(t, rank, o));
+  }
+  return out;
+}
+
+int collectives(const Trace& t, int rank, int group, CollectiveOp op) {
+  int n = 0;
+  for (const Op& o : t.program(rank).ops)
+    n += o.kind == OpKind::collective && t.collectives[o.collective].group == group && t.collectives[o.collective].op == op;
+  return n;
+}
+
+double gemm_flops(const Trace& t, int rank) {
+  double flops = 0;
+  for (const Op& o : t.program(rank).ops)
+    if (o.kind == OpKind::kernel && o.kernel >= 0 && t.kernels[o.kernel].kind == "gemm") {
+      const models::KernelSpec& k = t.kernels[o.kernel];
+      flops += 2 * k.param("m") * k.param("n") * k.param("k") * k.param("batch");
+    }
+  return flops;
+}
+
+TEST_F(PipelineTest, EachStageIsOneProgramSharedByItsReplicas) {
+  const Trace t = load({"parallelism.pp=2"});
+  ASSERT_EQ(t.programs.size(), 2u);
+  EXPECT_EQ(t.program_of_rank, (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(t.groups[group_named(t, "pp")].subgroups.front(), (std::vector<int>{0, 4}));
+  EXPECT_EQ(t.groups[group_named(t, "fsdp")].subgroups.front(), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_NO_THROW(validate(t));
+}
+
+TEST_F(PipelineTest, OneFOneBSendsEachMicroBatchOnceEachWay) {
+  const Trace t = load({"parallelism.pp=2"});
+  // Stage 0 sends 8 activations to stage 1 and receives 8 gradients back; rank 1's peer is 5.
+  const P2p first = p2p(t, 1), last = p2p(t, 5);
+  EXPECT_EQ(first.sends, 8);
+  EXPECT_EQ(first.recvs, 8);
+  EXPECT_EQ(last.sends, 8);
+  EXPECT_EQ(last.recvs, 8);
+  EXPECT_DOUBLE_EQ(first.bytes, 16 * kActivation);
+  for (int peer : first.peers) EXPECT_EQ(peer, 5);
+  // Under sequence parallelism a TP rank passes its 1/tp slice to the same TP rank downstream.
+  const Trace tp = load({"parallelism.pp=2", "parallelism.tp=2"});
+  EXPECT_DOUBLE_EQ(p2p(tp, 0).bytes, 16 * kActivation / 2);
+}
+
+TEST_F(PipelineTest, InterleavedChunksWrapAroundTheRanks) {
+  // pp 2 x 2 chunks: rank 0 holds chunks 0 and 2. Forward it sends 0->1 and 2->3 (16), back
+  // 2->1 (8); it receives 1->2 forward (8) and 3->2, 1->0 back (16).
+  const Trace t = load({"parallelism.pp=2", "pipeline.schedule=Interleaved1F1B"});
+  const P2p first = p2p(t, 0);
+  EXPECT_EQ(first.sends, 24);
+  EXPECT_EQ(first.recvs, 24);
+  EXPECT_NO_THROW(validate(t));
+}
+
+TEST_F(PipelineTest, FsdpGathersAndReducesEachUnitOncePerIteration) {
+  // 32 blocks + embedding + output over 2 stages: 16 blocks each (torchtitan's split). Stage 0
+  // holds the embedding, stage 1 the final norm and output: 17 units each.
+  const Trace t = load({"parallelism.pp=2"});
+  const int fsdp = group_named(t, "fsdp");
+  for (int rank : {0, 4}) {
+    EXPECT_EQ(collectives(t, rank, fsdp, CollectiveOp::allgather), 17) << rank;
+    EXPECT_EQ(collectives(t, rank, fsdp, CollectiveOp::reduce_scatter), 17) << rank;
+  }
+  EXPECT_TRUE(std::any_of(t.notes.begin(), t.notes.end(),
+                          [](const std::string& n) { return n.find("blocks per chunk 16, 16") != std::string::npos; }));
+}
+
+TEST_F(PipelineTest, TheStagesTogetherRunTheWholeModel) {
+  const double whole = gemm_flops(load({}), 0);
+  for (const char* schedule : {"GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS"}) {
+    const Trace t = load({"parallelism.pp=2", std::string("pipeline.schedule=") + schedule});
+    EXPECT_NEAR(gemm_flops(t, 0) + gemm_flops(t, 4), whole, 1e-9 * whole) << schedule;
+  }
+  EXPECT_DOUBLE_EQ(load({"parallelism.pp=4"}).work.items_per_rank, 8 * kTokens / 4);
+}
+
+TEST_F(PipelineTest, BadPipelinesNameTheKeyAndTheFix) {
+  EXPECT_NE(error({"parallelism.pp=4", "training.gradient_accumulation=6", "pipeline.schedule=Interleaved1F1B"})
+                .find("multiple of pp (4)"),
+            std::string::npos);
+  EXPECT_NE(error({"parallelism.pp=2", "pipeline.virtual_stages=2"}).find("1F1B runs one chunk per rank"),
+            std::string::npos);
+  EXPECT_NE(error({"parallelism.pp=8", "pipeline.schedule=LoopedBFS", "pipeline.virtual_stages=8"}).find("64 chunks"),
+            std::string::npos);
+  EXPECT_NE(error({"pipeline.schedule=ZeroBubble"}).find("pipeline.schedule"), std::string::npos);
+  EXPECT_NE(error({"parallelism.pp=2", "fsdp.wrap=model"}).find("use fsdp.wrap: layer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stepsim::workloads
