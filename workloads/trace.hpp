@@ -18,7 +18,8 @@
 /// every other member of its subgroup (NCCL semantics): they must agree on op, bytes, root and
 /// algorithm. It starts when every member's stream has reached it and ends on each member when
 /// that member's part of the schedule has finished. Sends and recvs are matched in order per
-/// (sender, receiver) pair and move `bytes` once both sides have reached them. The iteration
+/// (sender, receiver) pair and move `bytes` once both sides have reached them; a generator may
+/// name the peer as a rank of a process group's subgroup (Op::group), resolved per issuing rank. The iteration
 /// ends when every rank's CPU and streams are done.
 ///
 /// SM interference. NCCL runs a collective or send/recv as one kernel of one CTA per channel
