@@ -1,5 +1,6 @@
 #pragma once
 /// @file What a replay predicts: iteration time, where the time went, what the links carried.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,11 +13,22 @@ namespace stepsim::sim {
 /// which a collective, send or recv is in progress on this rank (from when the rank reached
 /// it, so waiting for late peers counts); exposed_communication = communication minus its
 /// overlap with compute; idle = iteration time - union(compute, communication).
+/// by_group splits communication by the process group it runs on (the trace's group names,
+/// e.g. fsdp, tp, pp; "p2p" for sends and recvs to global ranks): each group's union of
+/// intervals and its part not overlapped by compute. Groups overlap one another, so the
+/// entries need not sum to the totals. A pipeline's receives count from when the rank posted
+/// them, so the pp entry holds the bubble.
+struct GroupTime {
+  Seconds communication = 0;
+  Seconds exposed = 0;
+  bool operator==(const GroupTime&) const = default;
+};
 struct Breakdown {
   Seconds compute = 0;
   Seconds communication = 0;
   Seconds exposed_communication = 0;
   Seconds idle = 0;
+  std::map<std::string, GroupTime> by_group;
 };
 
 /// @brief Ops of the critical path aggregated by name, numeric name segments folded

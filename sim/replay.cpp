@@ -74,13 +74,18 @@ Prediction finish(const ReplayCore& core, const ReplayPlan& plan, const workload
 // The event engine runs in a child process; its Prediction comes back as JSON (nlohmann
 // writes doubles so that they read back bit for bit).
 json breakdown_json(const Breakdown& b) {
+  json groups = json::object();
+  for (const auto& [name, time] : b.by_group) groups[name] = {time.communication, time.exposed};
   return {{"compute", b.compute}, {"communication", b.communication},
-          {"exposed_communication", b.exposed_communication}, {"idle", b.idle}};
+          {"exposed_communication", b.exposed_communication}, {"idle", b.idle}, {"by_group", groups}};
 }
 
 Breakdown breakdown_from(const json& j) {
-  return {j.at("compute").get<Seconds>(), j.at("communication").get<Seconds>(),
-          j.at("exposed_communication").get<Seconds>(), j.at("idle").get<Seconds>()};
+  Breakdown b{j.at("compute").get<Seconds>(), j.at("communication").get<Seconds>(),
+              j.at("exposed_communication").get<Seconds>(), j.at("idle").get<Seconds>(), {}};
+  for (const auto& [name, time] : j.at("by_group").items())
+    b.by_group[name] = {time.at(0).get<Seconds>(), time.at(1).get<Seconds>()};
+  return b;
 }
 
 std::string encode(const Prediction& p) {

@@ -1090,6 +1090,14 @@ Breakdown ReplayCore::Impl::breakdown(int rank, Seconds iteration_time,
   auto category = [](OpKind kind) {
     return kind == OpKind::kernel || kind == OpKind::memcpy ? kCompute : is_communication(kind) ? kCommunication : 0;
   };
+  // A communication interval also carries its group: 1 + the group index, or 1 + groups for
+  // sends and recvs to global ranks.
+  const int global_p2p = static_cast<int>(t.groups.size()) + 1;
+  auto code = [&](const Op& op) {
+    if (op.kind == OpKind::collective)
+      return 1 + t.collectives[static_cast<std::size_t>(op.collective)].group;
+    return op.group >= 0 ? 1 + op.group : global_p2p;
+  };
   // A stream's ops start in order, so merging the streams' lists sorts the intervals by start
   // without a sort.
   const std::vector<Op>& ops = program(rank).ops;
@@ -1117,13 +1125,17 @@ Breakdown ReplayCore::Impl::breakdown(int rank, Seconds iteration_time,
     }
     if (pick < 0) break;
     const int i = p.stream_ops[static_cast<std::size_t>(next[static_cast<std::size_t>(pick)]++)];
-    intervals.emplace_back(earliest, end[static_cast<std::size_t>(base + i)], category(ops[static_cast<std::size_t>(i)].kind));
+    const Op& op = ops[static_cast<std::size_t>(i)];
+    const int kind = category(op.kind);
+    intervals.emplace_back(earliest, end[static_cast<std::size_t>(base + i)],
+                           kind == kCommunication ? kind | code(op) << 2 : kind);
     skip(pick);
   }
-  auto covered = [&](int mask) {
+  // Union of the intervals of the categories in `mask`, or of compute and group `group`.
+  auto covered = [&](int mask, int group = 0) {
     Seconds total = 0, from = 0, to = -1;
     for (const auto& [s, e, kind] : intervals) {
-      if (!(kind & mask)) continue;
+      if (group > 0 ? !((kind & kCompute) || (kind >> 2) == group) : !(kind & mask)) continue;
       if (s > to) {
         if (to > from) total += to - from;
         from = s;
@@ -1141,6 +1153,28 @@ Breakdown ReplayCore::Impl::breakdown(int rank, Seconds iteration_time,
   const Seconds busy = covered(kCompute | kCommunication);
   b.exposed_communication = busy - b.compute;
   b.idle = iteration_time - busy;
+  std::vector<bool> seen(static_cast<std::size_t>(global_p2p) + 1, false);
+  for (const auto& [s, e, kind] : intervals) seen[static_cast<std::size_t>(kind >> 2)] = kind >= 4;
+  for (int g = 1; g <= global_p2p; ++g) {
+    if (!seen[static_cast<std::size_t>(g)]) continue;
+    const std::string name = g == global_p2p ? "p2p" : t.groups[static_cast<std::size_t>(g) - 1].name;
+    const Seconds with_compute = covered(0, g);
+    GroupTime& time = b.by_group[name];
+    time.exposed += with_compute - b.compute;
+    Seconds alone = 0, from = 0, to = -1;
+    for (const auto& [s, e, kind] : intervals) {
+      if ((kind >> 2) != g) continue;
+      if (s > to) {
+        if (to > from) alone += to - from;
+        from = s;
+        to = e;
+      } else {
+        to = std::max(to, e);
+      }
+    }
+    if (to > from) alone += to - from;
+    time.communication += alone;
+  }
   return b;
 }
 
@@ -1281,6 +1315,11 @@ Prediction ReplayCore::prediction() const {
     p.breakdown.communication += b.communication / trace_.ranks;
     p.breakdown.exposed_communication += b.exposed_communication / trace_.ranks;
     p.breakdown.idle += b.idle / trace_.ranks;
+    for (const auto& [name, time] : b.by_group) {
+      GroupTime& mean = p.breakdown.by_group[name];
+      mean.communication += time.communication / trace_.ranks;
+      mean.exposed += time.exposed / trace_.ranks;
+    }
     if (rank == p.slowest_rank) p.slowest_rank_breakdown = b;
   }
   p.critical_path = m.critical_path(p.slowest_rank);

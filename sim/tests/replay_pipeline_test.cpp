@@ -80,6 +80,20 @@ TEST_F(ReplayPipelineTest, OneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {
     }
 }
 
+TEST_F(ReplayPipelineTest, TheBubbleIsThePipelineGroupsExposedTime) {
+  // Every rank computes m (tf + tb); the rest of the iteration it waits for the pp group's
+  // transfers (exposed there) or has finished early (idle).
+  const int p = 4, m = 8;
+  const Prediction r = run(uniform_pipeline(PipelineSchedule::one_f_one_b, p, 1, m));
+  ASSERT_EQ(r.breakdown.by_group.count("pp"), 1u);
+  const GroupTime& pp = r.breakdown.by_group.at("pp");
+  EXPECT_NEAR(r.breakdown.compute, m * (kForward + kBackward), 1e-6 * r.iteration_time);
+  EXPECT_NEAR(pp.exposed + r.breakdown.idle, r.iteration_time - r.breakdown.compute, 1e-6 * r.iteration_time);
+  EXPECT_NEAR(pp.exposed, r.breakdown.exposed_communication, 1e-9 * r.iteration_time);
+  EXPECT_GE(pp.communication, pp.exposed);
+  EXPECT_GT(pp.exposed, 0.1 * r.iteration_time);
+}
+
 TEST_F(ReplayPipelineTest, InterleavedBubbleShrinksWithTheVirtualStages) {
   for (int v : {2, 4}) {
     const int p = 4, m = 8;

@@ -38,10 +38,14 @@ std::vector<std::string> take_workload_overrides(std::vector<std::string>& overr
 }
 
 nlohmann::json breakdown_json(const sim::Breakdown& b) {
+  nlohmann::json groups = nlohmann::json::object();
+  for (const auto& [name, time] : b.by_group)
+    groups[name] = {{"communication_s", time.communication}, {"exposed_communication_s", time.exposed}};
   return {{"compute_s", b.compute},
           {"communication_s", b.communication},
           {"exposed_communication_s", b.exposed_communication},
-          {"idle_s", b.idle}};
+          {"idle_s", b.idle},
+          {"by_group", groups}};
 }
 
 struct Report {
@@ -126,6 +130,10 @@ struct Report {
     out << fmt::format("  communication          {:>12.6f} s  {:5.1f} %\n", b.communication, share(b.communication));
     out << fmt::format("  exposed communication  {:>12.6f} s  {:5.1f} %\n", b.exposed_communication,
                        share(b.exposed_communication));
+    for (const auto& [name, time] : b.by_group)
+      out << fmt::format("    on {:<19} {:>12.6f} s  {:5.1f} %  (exposed {:.6f} s{})\n", name, time.communication,
+                         share(time.communication), time.exposed,
+                         name == "pp" ? ", the pipeline bubble included" : "");
     out << fmt::format("  idle                   {:>12.6f} s  {:5.1f} %\n", b.idle, share(b.idle));
     out << fmt::format("slowest rank {} ({:.6f} s)\n", p.slowest_rank, p.iteration_time);
     out << "critical path (time by op name):\n";

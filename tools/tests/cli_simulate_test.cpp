@@ -39,6 +39,20 @@ TEST(CliSimulate, JsonHasTheDocumentedKeysAndTheyAddUp) {
   EXPECT_NEAR(path, t, 1e-6 * t);
   // 2 x 8192 tokens per GPU per iteration.
   EXPECT_NEAR(j["throughput"]["per_gpu_per_s"].get<double>() * t, 16384.0, 1e-6);
+  // One FSDP group: its communication is all of it.
+  ASSERT_TRUE(b["by_group"].contains("fsdp"));
+  EXPECT_NEAR(b["by_group"]["fsdp"]["communication_s"].get<double>(), b["communication_s"].get<double>(), 1e-9 * t);
+  EXPECT_NEAR(b["by_group"]["fsdp"]["exposed_communication_s"].get<double>(),
+              b["exposed_communication_s"].get<double>(), 1e-9 * t);
+}
+
+TEST(CliSimulate, ParallelLayoutsSplitCommunicationByGroup) {
+  const auto j = simulate_json({"dgx-h100", "--nodes", "2", "llama3-8b", "-p", "workload.parallelism.tp=2", "-p",
+                                "workload.parallelism.pp=2", "-p", "workload.training.micro_batch=1", "-p",
+                                "workload.training.gradient_accumulation=4"});
+  const auto& groups = j["breakdown"]["by_group"];
+  for (const char* name : {"fsdp", "tp", "pp"}) EXPECT_TRUE(groups.contains(name)) << name;
+  EXPECT_GT(groups["pp"]["exposed_communication_s"].get<double>(), 0);
 }
 
 TEST(CliSimulate, WorkloadOverridesChangeTheWorkAndPlatformOverridesTheTime) {
