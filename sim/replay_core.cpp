@@ -1131,11 +1131,11 @@ Breakdown ReplayCore::Impl::breakdown(int rank, Seconds iteration_time,
                            kind == kCommunication ? kind | code(op) << 2 : kind);
     skip(pick);
   }
-  // Union of the intervals of the categories in `mask`, or of compute and group `group`.
-  auto covered = [&](int mask, int group = 0) {
+  // Union of the intervals whose kind passes `keep`.
+  auto covered_if = [&](auto keep) {
     Seconds total = 0, from = 0, to = -1;
     for (const auto& [s, e, kind] : intervals) {
-      if (group > 0 ? !((kind & kCompute) || (kind >> 2) == group) : !(kind & mask)) continue;
+      if (!keep(kind)) continue;
       if (s > to) {
         if (to > from) total += to - from;
         from = s;
@@ -1147,6 +1147,7 @@ Breakdown ReplayCore::Impl::breakdown(int rank, Seconds iteration_time,
     if (to > from) total += to - from;
     return total;
   };
+  auto covered = [&](int mask) { return covered_if([mask](int kind) { return (kind & mask) != 0; }); };
   Breakdown b;
   b.compute = covered(kCompute);
   b.communication = covered(kCommunication);
@@ -1158,22 +1159,9 @@ Breakdown ReplayCore::Impl::breakdown(int rank, Seconds iteration_time,
   for (int g = 1; g <= global_p2p; ++g) {
     if (!seen[static_cast<std::size_t>(g)]) continue;
     const std::string name = g == global_p2p ? "p2p" : t.groups[static_cast<std::size_t>(g) - 1].name;
-    const Seconds with_compute = covered(0, g);
     GroupTime& time = b.by_group[name];
-    time.exposed += with_compute - b.compute;
-    Seconds alone = 0, from = 0, to = -1;
-    for (const auto& [s, e, kind] : intervals) {
-      if ((kind >> 2) != g) continue;
-      if (s > to) {
-        if (to > from) alone += to - from;
-        from = s;
-        to = e;
-      } else {
-        to = std::max(to, e);
-      }
-    }
-    if (to > from) alone += to - from;
-    time.communication += alone;
+    time.exposed += covered_if([g](int kind) { return (kind & kCompute) || (kind >> 2) == g; }) - b.compute;
+    time.communication += covered_if([g](int kind) { return (kind >> 2) == g; });
   }
   return b;
 }

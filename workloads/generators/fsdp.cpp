@@ -240,9 +240,10 @@ class FsdpEmitter {
   }
 
   Trace emit() {
-    const Block embedding = embedding_block(m_, t_, false, tp_);
-    const Block layer = layer_block(m_, t_, c_.checkpointing, false, tp_);
-    const Block head = head_block(m_, t_, false, tp_);
+    const ContextParallel cp{par_.cp};
+    const Block embedding = embedding_block(m_, t_, false, tp_, cp);
+    const Block layer = layer_block(m_, t_, c_.checkpointing, false, tp_, cp);
+    const Block head = head_block(m_, t_, false, tp_, cp);
     if (par_.pp > 1) return emit_pipeline(embedding, layer, head);
     for (int micro = 0; micro < t_.gradient_accumulation; ++micro) {
       forward(embedding, layer, head);
@@ -310,15 +311,16 @@ class FsdpEmitter {
     }
     if (par.tp > 1) tp_group_ = b_.group(mesh.group("tp", {"tp"}));
     if (par.pp > 1) pp_group_ = b_.group(mesh.group("pp", {"pp"}));
+    if (par.cp > 1) cp_group_ = b_.group(mesh.group("cp", {"cp"}));
   }
 
   // What the transformer generators do not build yet is refused, not approximated.
   static void check_modelled(const Parallelism& par, const YamlReader& reader, const YAML::Node& section) {
-    for (const auto& [axis, what] : {std::pair{"cp", "context"}, std::pair{"ep", "expert"}})
+    for (const auto& [axis, what] : {std::pair{"ep", "expert"}})
       if (par.degree(axis) > 1)
         reader.fail(std::string("parallelism.") + axis, section[axis] ? section[axis] : section,
                     fmt::format("{} parallelism is not modelled yet (parallelism.{} = {})", what, axis, par.degree(axis)),
-                    fmt::format("set parallelism.{} to 1; dp_replicate, dp_shard, tp and pp are modelled", axis));
+                    fmt::format("set parallelism.{} to 1; dp_replicate, dp_shard, cp, tp and pp are modelled", axis));
   }
 
   void open_streams() {
@@ -391,7 +393,7 @@ class FsdpEmitter {
   // The activation (or its gradient) one pipeline hop carries: a micro-batch's residual stream,
   // sequence-sharded under sequence parallelism.
   Bytes activation_bytes() const {
-    return t_.tokens() * m_.hidden * a_ / (tp_.sequence_parallel ? tp_.tp : 1);
+    return t_.tokens() / par_.cp * m_.hidden * a_ / (tp_.sequence_parallel ? tp_.tp : 1);
   }
 
   // `stream` receives from pp rank `peer`; the compute stream waits for it.
@@ -497,6 +499,7 @@ class FsdpEmitter {
     const std::string prefix = group == replicate_group_ ? "replicate"
                                : group == tp_group_      ? "tp"
                                : group == pp_group_      ? "pp"
+                               : group == cp_group_      ? "cp"
                                                          : "fsdp";
     const int nccl = b_.stream(prefix + ".nccl");
     const int in = b_.event(prefix + ".nccl.in"), out = b_.event(prefix + ".nccl.out");
@@ -508,12 +511,14 @@ class FsdpEmitter {
     b_.wait(stream, out);
   }
 
-  // A block's kernels on the compute stream; its tensor-parallel collectives on the tp group,
-  // which the compute stream waits for (torchtitan's TP issues them synchronously).
+  // A block's kernels on the compute stream; its tensor- and context-parallel collectives on
+  // the tp and cp groups, which the compute stream waits for (torchtitan issues them
+  // synchronously).
   void run(const std::string& prefix, const Kernels& kernels) {
     for (const Kernel& k : kernels) {
       if (k.comm)
-        collective(compute_, prefix + k.name, k.comm->op, k.comm->bytes, tp_group_);
+        collective(compute_, prefix + k.name, k.comm->op, k.comm->bytes,
+                   k.comm->group == Comm::Group::cp ? cp_group_ : tp_group_);
       else
         b_.kernel(compute_, prefix, k);
     }
@@ -698,7 +703,7 @@ class FsdpEmitter {
 
   void add_notes(const Block& embedding, const Block& layer, const Block& head) {
     const double total = total_params(m_, t_);
-    b_.set_work_and_note(m_, t_, tp_.tp * par_.pp);
+    b_.set_work_and_note(m_, t_, tp_.tp * par_.pp * par_.cp);
     if (tp_.tp > 1) add_tp_note(layer);
     b_.note(fmt::format("parameters: {:.4g} in all, {:.4g} per transformer block, {:.4g} in the root (embeddings, "
                         "final norm, output); {} units; shard groups of {} rank(s){}",
@@ -771,7 +776,7 @@ class FsdpEmitter {
   double a_;   ///< bytes per parameter in param_dtype
   double r_;   ///< bytes per gradient in reduce_dtype
   std::vector<Unit> units_;
-  int shard_group_ = -1, replicate_group_ = -1, tp_group_ = -1, pp_group_ = -1;
+  int shard_group_ = -1, replicate_group_ = -1, tp_group_ = -1, pp_group_ = -1, cp_group_ = -1;
   int send_next_ = -1, recv_prev_ = -1, send_prev_ = -1, recv_next_ = -1;   ///< pipeline p2p streams
   std::map<int, std::vector<int>> chunk_units_;   ///< pipeline: chunk -> its units (root first)
   double stage_params_ = 0;                       ///< pipeline: the stage's parameters per rank

@@ -395,8 +395,8 @@ class OpFactory {
     }
     return op;
   }
-  static Kernel comm(const std::string& name, models::CollectiveOp op, Bytes bytes) {
-    return {name, Comm{op, bytes}};
+  static Kernel comm(const std::string& name, models::CollectiveOp op, Bytes bytes, Comm::Group group = Comm::Group::tp) {
+    return {name, Comm{op, bytes, group}};
   }
 
   // torch.autocast's cast of `linear`'s fp32 weight to param_dtype, and of its gradient back:
@@ -456,13 +456,13 @@ Block assemble(const std::vector<ModuleOp>& ops, const std::vector<std::string>&
 }  // namespace
 
 Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing checkpointing, bool cast_weights,
-                  const TensorParallel& tp) {
+                  const TensorParallel& tp, const ContextParallel& cp) {
   const OpFactory f(m, t);
   const Dims full = dims(m);
   // A rank's share of the heads and of the MLP's hidden width; the norms and residuals see
   // 1/tp of the tokens under sequence parallelism.
   const Dims d{full.h, full.q / tp.tp, full.kv / tp.tp, full.f / tp.tp, full.v};
-  const double tokens = t.tokens(), a = f.act();
+  const double tokens = t.tokens() / cp.cp, a = f.act();
   const double sp_tokens = tp.sequence_parallel ? tokens / tp.tp : tokens;
   const double heads = double(m.heads) / tp.tp;
   std::vector<ModuleOp> ops;
@@ -504,12 +504,29 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     spec.kind = "attention";
     spec.dtype = t.param_dtype;
     // K and V reach SDPA already expanded to `heads` heads by repeat_kv.
+    // Under context parallelism a rank's queries attend to the whole, gathered sequence.
     spec.params = {{"batch", double(t.micro_batch)}, {"heads", heads}, {"kv_heads", heads},
-                   {"seq_q", double(t.sequence)}, {"seq_kv", double(t.sequence)}, {"head_dim", double(m.head_dim())},
-                   {"causal", 1}, {"backward", 0}};
-    sdpa.forward = {{"attention.sdpa", spec}};
+                   {"seq_q", double(t.sequence) / cp.cp}, {"seq_kv", double(t.sequence)},
+                   {"head_dim", double(m.head_dim())}, {"causal", 1}, {"backward", 0}};
+    if (cp.cp > 1) {
+      // K and V (expanded to the rank's query heads) all-gathered over cp before SDPA, and again
+      // in backward, where their gradients are reduce-scattered back.
+      const Bytes kv = double(t.micro_batch) * t.sequence * d.q * a;
+      for (const char* which : {"k", "v"})
+        sdpa.forward.push_back(OpFactory::comm(std::string("attention.cp_") + which + ".all_gather",
+                                               models::CollectiveOp::allgather, kv, Comm::Group::cp));
+      for (const char* which : {"k", "v"})
+        sdpa.backward.push_back(OpFactory::comm(std::string("attention.cp_") + which + ".backward_all_gather",
+                                                models::CollectiveOp::allgather, kv, Comm::Group::cp));
+    }
+    sdpa.forward.push_back({"attention.sdpa", spec});
     spec.params["backward"] = 1;
-    sdpa.backward = {{"attention.sdpa.backward", spec}};
+    sdpa.backward.push_back({"attention.sdpa.backward", spec});
+    if (cp.cp > 1)
+      for (const char* which : {"k", "v"})
+        sdpa.backward.push_back(OpFactory::comm(std::string("attention.cp_") + which + ".grad_reduce_scatter",
+                                                models::CollectiveOp::reduce_scatter,
+                                                double(t.micro_batch) * t.sequence * d.q * a, Comm::Group::cp));
     ops.push_back(sdpa);
   }
   {
@@ -572,9 +589,10 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
   return assemble(ops, registration, [&](std::size_t i) { return bool(saved[i]); });
 }
 
-Block embedding_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights, const TensorParallel& tp) {
+Block embedding_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights, const TensorParallel& tp,
+                      const ContextParallel& cp) {
   const OpFactory f(m, t);
-  const double tokens = t.tokens(), h = m.hidden;
+  const double tokens = t.tokens() / cp.cp, h = m.hidden;
   std::vector<ModuleOp> ops;
   std::vector<std::string> registration = {"tok_embeddings"};
   ModuleOp lookup;
@@ -599,7 +617,7 @@ Block embedding_block(const ModelConfig& m, const TrainingConfig& t, bool cast_w
     ModuleOp positions;
     positions.forward = {f.ew("pos_embeddings", rows * h, w, w, 0), f.ew("pos_embeddings.add", rows * h, 2 * w, w)};
     // The gradient of the table sums the batch's gradients position by position.
-    positions.backward = {f.ew("pos_embeddings.backward", rows * h, w, w * t.sequence / tokens)};
+    positions.backward = {f.ew("pos_embeddings.backward", rows * h, w, w * (double(t.sequence) / cp.cp) / tokens)};
     positions.weight = "pos_embeddings";
     positions.weight_params = double(t.sequence) * h;
     ops.push_back(positions);
@@ -608,12 +626,13 @@ Block embedding_block(const ModelConfig& m, const TrainingConfig& t, bool cast_w
   return assemble(ops, registration, [](std::size_t) { return true; });
 }
 
-Block head_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights, const TensorParallel& tp) {
+Block head_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights, const TensorParallel& tp,
+                 const ContextParallel& cp) {
   const OpFactory f(m, t);
   // Column-parallel output projection: a rank computes its share of the vocabulary's logits
   // and the loss runs vocabulary-parallel on them (torchtitan's loss_parallel).
   const double vocab = vocab_share(m, tp);
-  const double tokens = t.tokens(), a = f.act(), logits = tokens * vocab;
+  const double tokens = t.tokens() / cp.cp, a = f.act(), logits = tokens * vocab;
   std::vector<ModuleOp> ops;
   ops.push_back(f.norm("norm", tp.sequence_parallel ? tokens / tp.tp : tokens));
   if (tp.tp > 1) ops.push_back(f.tp_enter("output.tp_input", tokens, tp));

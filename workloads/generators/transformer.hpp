@@ -86,6 +86,15 @@ struct TensorParallel {
   bool sequence_parallel = true;
 };
 
+/// @brief Context parallelism over `cp` ranks as torchtitan applies it (torch's context_parallel
+/// around SDPA, the head-tail load balancer, KV rotated by all-gather, torch's default): every
+/// rank holds sequence/cp tokens of each sequence (two chunks, one from each end, so causal work
+/// is even); each SDPA all-gathers its keys and values over cp and attends its queries to the
+/// whole sequence; backward all-gathers them again and reduce-scatters their gradients.
+struct ContextParallel {
+  int cp = 1;
+};
+
 /// @brief Reads `tensor_parallel:` (keys and defaults in docs/parallelism.md) for `tp` ranks:
 /// heads and kv_heads must divide by tp, and so must ffn_hidden and vocab.
 TensorParallel read_tensor_parallel(const YAML::Node& doc, const platforms::YamlReader& reader, int tp,
@@ -126,14 +135,16 @@ double flop_params(const ModelConfig& model, const TrainingConfig& training);
 /// parameters without the token embedding, attention counted without the causal half.
 double model_flops_per_iteration(const ModelConfig& model, const TrainingConfig& training);
 
-/// @brief A tensor-parallel collective within a block, on the tp group; `bytes` in nccl-tests
+/// @brief A collective within a block, on the tp or the cp group; `bytes` in nccl-tests
 /// convention (the whole gathered or reduced buffer).
 struct Comm {
+  enum class Group : std::uint8_t { tp, cp };
   models::CollectiveOp op = models::CollectiveOp::allreduce;
   Bytes bytes = 0;
+  Group group = Group::tp;
 };
 
-/// @brief One kernel launch, or (with `comm`) one tensor-parallel collective; `name` is relative
+/// @brief One kernel launch, or (with `comm`) one tensor- or context-parallel collective; `name` is relative
 /// to its module (e.g. "attention.wq").
 struct Kernel {
   Kernel(std::string name, models::KernelSpec spec) : name(std::move(name)), spec(std::move(spec)) {}
@@ -164,14 +175,14 @@ struct Block {
 /// @brief A transformer block. `cast_weights` adds autocast's per-forward cast of fp32
 /// weights to param_dtype (DDP under torch.autocast; FSDP gathers weights already cast).
 Block layer_block(const ModelConfig& model, const TrainingConfig& training, Checkpointing checkpointing,
-                  bool cast_weights, const TensorParallel& tp = {});
+                  bool cast_weights, const TensorParallel& tp = {}, const ContextParallel& cp = {});
 /// @brief Token embedding lookup (+ learned positions); with `cast_weights` (autocast) the
 /// lookup runs in fp32, as autocast leaves embeddings alone.
 Block embedding_block(const ModelConfig& model, const TrainingConfig& training, bool cast_weights,
-                      const TensorParallel& tp = {});
+                      const TensorParallel& tp = {}, const ContextParallel& cp = {});
 /// @brief Final norm, output projection and the fp32 cross-entropy loss (torchtitan's loss_fn).
 Block head_block(const ModelConfig& model, const TrainingConfig& training, bool cast_weights,
-                 const TensorParallel& tp = {});
+                 const TensorParallel& tp = {}, const ContextParallel& cp = {});
 
 /// @brief An elementwise (memory-bound) kernel over `elements`, with bytes and FLOPs per element.
 models::KernelSpec elementwise(models::Dtype dtype, double elements, double bytes_read, double bytes_written,

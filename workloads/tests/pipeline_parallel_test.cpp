@@ -4,13 +4,11 @@
 // the stages equal to the unpipelined model's, and the bad-input cases.
 #include <gtest/gtest.h>
 
-#include <memory>
+#include <algorithm>
 #include <string>
 #include <vector>
 
-#include "platforms/config_error.hpp"
-#include "platforms/loader.hpp"
-#include "workloads/workload.hpp"
+#include "workloads/tests/parallel_layouts.hpp"
 
 namespace stepsim::workloads {
 namespace {
@@ -22,32 +20,13 @@ constexpr double kActivation = kTokens * 4096 * 2;    // a micro-batch's bf16 re
 
 class PipelineTest : public ::testing::Test {
  protected:
-  Trace load(std::vector<std::string> overrides, int nodes = 1) {
-    platforms::PlatformOptions options;
-    options.nodes = nodes;
-    platforms_.push_back(std::make_unique<platforms::Platform>(platforms::load_platform("dgx-h100", options)));
-    allocations_.push_back(platforms::parse_allocation("", *platforms_.back()));
-    overrides.insert(overrides.begin(), {"training.micro_batch=1", "training.sequence=2048",
-                                         "training.gradient_accumulation=8", "fsdp.activation_checkpointing=none"});
-    return load_workload("llama3-8b", JobContext{*platforms_.back(), allocations_.back()}, overrides);
-  }
-  std::string error(std::vector<std::string> overrides) {
-    try {
-      load(std::move(overrides));
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "no error";
-  }
-  std::vector<std::unique_ptr<platforms::Platform>> platforms_;
-  std::vector<platforms::Allocation> allocations_;
+  Trace load(std::vector<std::string> overrides, int nodes = 1) { return job_.load(std::move(overrides), nodes); }
+  std::string error(std::vector<std::string> overrides) { return job_.error(std::move(overrides)); }
+  testing::Llama8b job_{2048, 8};
 };
 
-int group_named(const Trace& t, const std::string& name) {
-  for (std::size_t g = 0; g < t.groups.size(); ++g)
-    if (t.groups[g].name == name) return static_cast<int>(g);
-  return -1;
-}
+using testing::gemm_flops;
+using testing::group_named;
 
 struct P2p {
   int sends = 0, recvs = 0;
@@ -65,22 +44,7 @@ P2p p2p(const Trace& t, int rank) {
   return out;
 }
 
-int collectives(const Trace& t, int rank, int group, CollectiveOp op) {
-  int n = 0;
-  for (const Op& o : t.program(rank).ops)
-    n += o.kind == OpKind::collective && t.collectives[o.collective].group == group && t.collectives[o.collective].op == op;
-  return n;
-}
-
-double gemm_flops(const Trace& t, int rank) {
-  double flops = 0;
-  for (const Op& o : t.program(rank).ops)
-    if (o.kind == OpKind::kernel && o.kernel >= 0 && t.kernels[o.kernel].kind == "gemm") {
-      const models::KernelSpec& k = t.kernels[o.kernel];
-      flops += 2 * k.param("m") * k.param("n") * k.param("k") * k.param("batch");
-    }
-  return flops;
-}
+int collectives(const Trace& t, int rank, int group, CollectiveOp op) { return testing::count(t, rank, group, op); }
 
 TEST_F(PipelineTest, EachStageIsOneProgramSharedByItsReplicas) {
   const Trace t = load({"parallelism.pp=2"});

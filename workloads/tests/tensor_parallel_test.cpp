@@ -3,13 +3,10 @@
 // parameter and GEMM shares, tp = 1 equal to no parallelism section, and the bad-input cases.
 #include <gtest/gtest.h>
 
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "platforms/config_error.hpp"
-#include "platforms/loader.hpp"
-#include "workloads/workload.hpp"
+#include "workloads/tests/parallel_layouts.hpp"
 
 namespace stepsim::workloads {
 namespace {
@@ -23,55 +20,14 @@ constexpr double kLinears = 2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 *
 
 class TensorParallelTest : public ::testing::Test {
  protected:
-  Trace load(std::vector<std::string> overrides, int nodes = 1) {
-    platforms::PlatformOptions options;
-    options.nodes = nodes;
-    platforms_.push_back(std::make_unique<platforms::Platform>(platforms::load_platform("dgx-h100", options)));
-    allocations_.push_back(platforms::parse_allocation("", *platforms_.back()));
-    overrides.insert(overrides.begin(), {"training.micro_batch=1", "training.sequence=2048",
-                                         "fsdp.activation_checkpointing=none"});
-    return load_workload("llama3-8b", JobContext{*platforms_.back(), allocations_.back()}, overrides);
-  }
-
-  std::string error(std::vector<std::string> overrides, int nodes = 1) {
-    try {
-      load(std::move(overrides), nodes);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "no error";
-  }
-
-  std::vector<std::unique_ptr<platforms::Platform>> platforms_;
-  std::vector<platforms::Allocation> allocations_;
+  Trace load(std::vector<std::string> overrides, int nodes = 1) { return job_.load(std::move(overrides), nodes); }
+  std::string error(std::vector<std::string> overrides, int nodes = 1) { return job_.error(std::move(overrides), nodes); }
+  testing::Llama8b job_{2048, 1};
 };
 
-int group_named(const Trace& t, const std::string& name) {
-  for (std::size_t g = 0; g < t.groups.size(); ++g)
-    if (t.groups[g].name == name) return static_cast<int>(g);
-  return -1;
-}
-
-// Rank 0's collectives of `op` on `group` of `bytes`.
-int count(const Trace& t, int group, CollectiveOp op, double bytes) {
-  int n = 0;
-  for (const Op& o : t.program(0).ops) {
-    if (o.kind != OpKind::collective) continue;
-    const CollectiveCall& c = t.collectives[o.collective];
-    n += c.group == group && c.op == op && c.bytes == bytes;
-  }
-  return n;
-}
-
-double gemm_flops(const Trace& t) {
-  double flops = 0;
-  for (const Op& o : t.program(0).ops)
-    if (o.kind == OpKind::kernel && t.kernels[o.kernel].kind == "gemm") {
-      const models::KernelSpec& k = t.kernels[o.kernel];
-      flops += 2 * k.param("m") * k.param("n") * k.param("k") * k.param("batch");
-    }
-  return flops;
-}
+int count(const Trace& t, int group, CollectiveOp op, double bytes) { return testing::count(t, 0, group, op, bytes); }
+double gemm_flops(const Trace& t) { return testing::gemm_flops(t, 0); }
+using testing::group_named;
 
 TEST_F(TensorParallelTest, SequenceParallelLayersGatherAndScatterTheirActivations) {
   const Trace t = load({"parallelism.tp=2"});
@@ -125,7 +81,7 @@ TEST_F(TensorParallelTest, OneRankOfTensorParallelismIsTheOneDimensionalTrace) {
 
 TEST_F(TensorParallelTest, BadLayoutsNameTheKeyAndTheFix) {
   EXPECT_NE(error({"parallelism.tp=16"}, 2).find("tp (16) must divide model.kv_heads (8)"), std::string::npos);
-  EXPECT_NE(error({"parallelism.cp=2"}).find("context parallelism is not modelled yet"), std::string::npos);
+  EXPECT_NE(error({"parallelism.ep=2"}).find("expert parallelism is not modelled yet"), std::string::npos);
   EXPECT_NE(error({"parallelism.dp_replicate=2"}).find("use fsdp.strategy: HYBRID_SHARD"), std::string::npos);
   EXPECT_NE(error({"parallelism.tp=3"}).find("does not divide the job's 8 ranks"), std::string::npos);
   EXPECT_NE(error({"tensor_parallel.async=true"}).find("allowed keys here: sequence_parallel"), std::string::npos);

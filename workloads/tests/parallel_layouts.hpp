@@ -1,0 +1,73 @@
+#pragma once
+// Shared by the parallel-layout tests: Llama 3.1 8B (the llama3-8b preset) on dgx-h100 nodes
+// with a micro-batch of one `sequence`-token sequence, no activation checkpointing, and the
+// test's overrides; and what a rank's program issues.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "platforms/config_error.hpp"
+#include "platforms/loader.hpp"
+#include "workloads/workload.hpp"
+
+namespace stepsim::workloads::testing {
+
+class Llama8b {
+ public:
+  Llama8b(int sequence, int micro_batches) : sequence_(sequence), micro_batches_(micro_batches) {}
+
+  Trace load(std::vector<std::string> overrides, int nodes = 1) {
+    platforms::PlatformOptions options;
+    options.nodes = nodes;
+    platforms_.push_back(std::make_unique<platforms::Platform>(platforms::load_platform("dgx-h100", options)));
+    allocations_.push_back(platforms::parse_allocation("", *platforms_.back()));
+    overrides.insert(overrides.begin(), {"training.micro_batch=1", "training.sequence=" + std::to_string(sequence_),
+                                         "training.gradient_accumulation=" + std::to_string(micro_batches_),
+                                         "fsdp.activation_checkpointing=none"});
+    return load_workload("llama3-8b", JobContext{*platforms_.back(), allocations_.back()}, overrides);
+  }
+
+  /// @brief The ConfigError's text, or "no error".
+  std::string error(std::vector<std::string> overrides, int nodes = 1) {
+    try {
+      load(std::move(overrides), nodes);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "no error";
+  }
+
+ private:
+  int sequence_, micro_batches_;
+  std::vector<std::unique_ptr<platforms::Platform>> platforms_;
+  std::vector<platforms::Allocation> allocations_;
+};
+
+inline int group_named(const Trace& t, const std::string& name) {
+  for (std::size_t g = 0; g < t.groups.size(); ++g)
+    if (t.groups[g].name == name) return static_cast<int>(g);
+  return -1;
+}
+
+/// @brief `rank`'s collectives of `op` on `group`, of `bytes` (any size when negative).
+inline int count(const Trace& t, int rank, int group, models::CollectiveOp op, double bytes = -1) {
+  int n = 0;
+  for (const Op& o : t.program(rank).ops) {
+    if (o.kind != OpKind::collective) continue;
+    const CollectiveCall& c = t.collectives[o.collective];
+    n += c.group == group && c.op == op && (bytes < 0 || c.bytes == bytes);
+  }
+  return n;
+}
+
+inline double gemm_flops(const Trace& t, int rank) {
+  double flops = 0;
+  for (const Op& o : t.program(rank).ops)
+    if (o.kind == OpKind::kernel && o.kernel >= 0 && t.kernels[o.kernel].kind == "gemm") {
+      const models::KernelSpec& k = t.kernels[o.kernel];
+      flops += 2 * k.param("m") * k.param("n") * k.param("k") * k.param("batch");
+    }
+  return flops;
+}
+
+}  // namespace stepsim::workloads::testing
