@@ -102,6 +102,25 @@ TEST_F(PipelineTest, TheStagesTogetherRunTheWholeModel) {
   EXPECT_DOUBLE_EQ(load({"parallelism.pp=4"}).work.items_per_rank, 8 * kTokens / 4);
 }
 
+TEST(ParallelPresets, TheShippedLayoutsLoadAsDocumented) {
+  // llama3-405b-3d on 512 GPUs: 8 stage programs, TP 8 x PP 8 x FSDP 8; llama3-70b-tp8 on 64.
+  platforms::PlatformOptions options;
+  options.nodes = 64;
+  const platforms::Platform big = platforms::load_platform("dgx-h100", options);
+  const platforms::Allocation all = platforms::parse_allocation("", big);
+  const Trace t = load_workload("llama3-405b-3d", JobContext{big, all});
+  EXPECT_EQ(t.programs.size(), 8u);
+  EXPECT_EQ(t.groups[group_named(t, "pp")].subgroups.front().size(), 8u);
+  EXPECT_EQ(t.groups[group_named(t, "tp")].subgroups.front(), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(t.groups[group_named(t, "fsdp")].subgroups.front().size(), 8u);
+  options.nodes = 8;
+  const platforms::Platform eight = platforms::load_platform("dgx-h100", options);
+  const platforms::Allocation sixty_four = platforms::parse_allocation("", eight);
+  const Trace tp = load_workload("llama3-70b-tp8", JobContext{eight, sixty_four});
+  EXPECT_EQ(tp.programs.size(), 1u);
+  EXPECT_EQ(tp.groups[group_named(tp, "tp")].subgroups.size(), 8u);
+}
+
 TEST_F(PipelineTest, BadPipelinesNameTheKeyAndTheFix) {
   EXPECT_NE(error({"parallelism.pp=4", "training.gradient_accumulation=6", "pipeline.schedule=Interleaved1F1B"})
                 .find("multiple of pp (4)"),
