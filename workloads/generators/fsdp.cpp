@@ -516,12 +516,27 @@ class FsdpEmitter {
   // synchronously).
   void run(const std::string& prefix, const Kernels& kernels) {
     for (const Kernel& k : kernels) {
-      if (k.comm)
+      if (k.after >= 0) b_.wait(compute_, b_.event(fmt::format("async_tp.{}", k.after)));
+      if (k.comm && k.comm->tag >= 0)
+        async_chunk(prefix + k.name, *k.comm);
+      else if (k.comm)
         collective(compute_, prefix + k.name, k.comm->op, k.comm->bytes,
                    k.comm->group == Comm::Group::cp ? cp_group_ : tp_group_);
-      else
+      else if (!k.is_wait())
         b_.kernel(compute_, prefix, k);
     }
+  }
+
+  // An async-TP chunk: on the tp stream once the compute stream has reached this point, without
+  // the compute stream waiting; its completion is event async_tp.<tag>.
+  void async_chunk(const std::string& name, const Comm& comm) {
+    const int nccl = b_.stream("tp.nccl");
+    const int in = b_.event("tp.nccl.in");
+    b_.record(compute_, in);
+    b_.wait(nccl, in);
+    b_.collective(nccl, name, comm.op, comm.bytes, tp_group_, c_.algorithm, options(comm.op, comm.bytes, tp_group_),
+                  comm.op != CollectiveOp::reduce_scatter);
+    b_.record(nccl, b_.event(fmt::format("async_tp.{}", comm.tag)));
   }
 
   // The collective's algorithm options: fsdp.collectives' channels, and fsdp.compression's codec

@@ -96,9 +96,16 @@ TensorParallel read_tensor_parallel(const YAML::Node& doc, const YamlReader& rea
   if (const YAML::Node section = doc["tensor_parallel"]) {
     if (!section.IsMap())
       reader.fail("tensor_parallel", section, "expected a section", "write e.g. tensor_parallel: {sequence_parallel: true}");
-    reader.check_keys(section, "tensor_parallel", {"sequence_parallel"});
+    reader.check_keys(section, "tensor_parallel", {"sequence_parallel", "async"});
     if (const YAML::Node n = section["sequence_parallel"])
       out.sequence_parallel = reader.get_bool(n, "tensor_parallel.sequence_parallel");
+    if (const YAML::Node n = section["async"]) {
+      out.async = reader.get_bool(n, "tensor_parallel.async");
+      if (out.async && !out.sequence_parallel)
+        reader.fail("tensor_parallel.async", n,
+                    "async TP pipelines sequence parallelism's all-gathers and reduce-scatters, which are off",
+                    "set tensor_parallel.sequence_parallel: true, or async: false");
+    }
   }
   if (tp == 1) return out;
   // Column-parallel wq / wk / wv split whole heads (torchtitan asserts n_kv_heads % tp == 0),
@@ -586,7 +593,75 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
         break;
     }
   }
-  return assemble(ops, registration, [&](std::size_t i) { return bool(saved[i]); });
+  Block block = assemble(ops, registration, [&](std::size_t i) { return bool(saved[i]); });
+  if (tp.tp > 1 && tp.async) {
+    for (Kernels* pass : {&block.forward, &block.recompute, &block.backward})
+      *pass = micro_pipeline(*pass, tp.tp, tokens, tokens * m.hidden * a);
+  }
+  return block;
+}
+
+namespace {
+
+// A GEMM taking `rows` as its row operand (a forward or data-gradient GEMM; a weight gradient
+// reduces over the rows instead).
+bool consumes_rows(const Kernel& k, double rows) {
+  const bool weight_gradient = k.name.size() >= 6 && k.name.compare(k.name.size() - 6, 6, ".wgrad") == 0;
+  return !k.comm && !weight_gradient && k.spec.kind == "gemm" && k.spec.params.count("m") &&
+         k.spec.params.at("m") == rows;
+}
+
+Kernel chunk_of(const Kernel& k, int chunk, int chunks) {
+  Kernel out = k;
+  out.name += fmt::format(".chunk{}", chunk);
+  if (out.comm) {
+    out.comm->bytes /= chunks;
+    out.comm->tag = chunk;
+  } else {
+    out.spec.params["m"] /= chunks;
+  }
+  return out;
+}
+
+}  // namespace
+
+Kernels micro_pipeline(const Kernels& kernels, int tp, double rows, Bytes activation) {
+  // torch's micro_pipeline_tp pass (torch/_inductor/fx_passes/micro_pipeline_tp.py) fuses an
+  // all-gather whose output is the row operand of matmuls (fused_all_gather_matmul) and a
+  // matmul whose output is reduce-scattered (fused_matmul_reduce_scatter): both run as tp
+  // steps, each a shard's transfer overlapping a shard's GEMM.
+  auto is = [&](const Kernel& k, models::CollectiveOp op) {
+    return k.comm && k.comm->group == Comm::Group::tp && k.comm->tag < 0 && k.comm->op == op &&
+           k.comm->bytes == activation;
+  };
+  Kernels out;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    const Kernel& k = kernels[i];
+    if (is(k, models::CollectiveOp::allgather) && i + 1 < kernels.size() && consumes_rows(kernels[i + 1], rows)) {
+      std::size_t end = i + 1;
+      while (end < kernels.size() && consumes_rows(kernels[end], rows)) ++end;
+      for (int c = 0; c < tp; ++c) out.push_back(chunk_of(k, c, tp));
+      for (int c = 0; c < tp; ++c)
+        for (std::size_t g = i + 1; g < end; ++g) {
+          Kernel gemm = chunk_of(kernels[g], c, tp);
+          if (g == i + 1) gemm.after = c;
+          out.push_back(std::move(gemm));
+        }
+      i = end - 1;
+      continue;
+    }
+    if (consumes_rows(k, rows) && i + 1 < kernels.size() && is(kernels[i + 1], models::CollectiveOp::reduce_scatter)) {
+      for (int c = 0; c < tp; ++c) {
+        out.push_back(chunk_of(k, c, tp));
+        out.push_back(chunk_of(kernels[i + 1], c, tp));
+      }
+      out.push_back(Kernel::wait_for(tp - 1));
+      ++i;
+      continue;
+    }
+    out.push_back(k);
+  }
+  return out;
 }
 
 Block embedding_block(const ModelConfig& m, const TrainingConfig& t, bool cast_weights, const TensorParallel& tp,

@@ -84,6 +84,9 @@ const char* to_string(Checkpointing checkpointing);
 struct TensorParallel {
   int tp = 1;
   bool sequence_parallel = true;
+  /// torchtitan's async TP (the micro_pipeline_tp pass): each all-gather feeding GEMMs and each
+  /// reduce-scatter fed by one is split into tp chunks that overlap the chunked GEMMs.
+  bool async = false;
 };
 
 /// @brief Context parallelism over `cp` ranks as torchtitan applies it (torch's context_parallel
@@ -142,6 +145,9 @@ struct Comm {
   models::CollectiveOp op = models::CollectiveOp::allreduce;
   Bytes bytes = 0;
   Group group = Group::tp;
+  /// >= 0: an async-TP chunk, issued without the compute stream waiting for it; kernels that
+  /// name this tag in Kernel::after wait for it (its completion is tagged `tag`).
+  int tag = -1;
 };
 
 /// @brief One kernel launch, or (with `comm`) one tensor- or context-parallel collective; `name` is relative
@@ -152,6 +158,14 @@ struct Kernel {
   std::string name;
   models::KernelSpec spec;
   std::optional<Comm> comm;
+  int after = -1;   ///< >= 0: the compute stream first waits for the async comm of this tag
+  /// @brief No launch: the compute stream waits for async comm `tag` (spec.kind empty).
+  static Kernel wait_for(int tag) {
+    Kernel k("async_tp.wait", models::KernelSpec{});
+    k.after = tag;
+    return k;
+  }
+  bool is_wait() const { return !comm && spec.kind.empty(); }
 };
 using Kernels = std::vector<Kernel>;
 /// @brief The kernel launches among `kernels` (tensor-parallel collectives left out).
@@ -176,6 +190,12 @@ struct Block {
 /// weights to param_dtype (DDP under torch.autocast; FSDP gathers weights already cast).
 Block layer_block(const ModelConfig& model, const TrainingConfig& training, Checkpointing checkpointing,
                   bool cast_weights, const TensorParallel& tp = {}, const ContextParallel& cp = {});
+/// @brief torch's micro_pipeline_tp pass over a pass's kernels (async TP): an all-gather of
+/// `activation` bytes followed by GEMMs over its `rows` becomes tp chunk transfers, each GEMM's
+/// chunk waiting for its own; a GEMM over `rows` followed by a reduce-scatter becomes tp GEMM
+/// chunks each followed by its chunk's transfer, the compute stream waiting for the last.
+Kernels micro_pipeline(const Kernels& kernels, int tp, double rows, Bytes activation);
+
 /// @brief Token embedding lookup (+ learned positions); with `cast_weights` (autocast) the
 /// lookup runs in fp32, as autocast leaves embeddings alone.
 Block embedding_block(const ModelConfig& model, const TrainingConfig& training, bool cast_weights,

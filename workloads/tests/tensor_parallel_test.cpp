@@ -60,6 +60,31 @@ TEST_F(TensorParallelTest, WithoutSequenceParallelismRowOutputsAndColumnInputGra
   EXPECT_EQ(count(t, tp, CollectiveOp::reduce_scatter, kActivation), 0);
 }
 
+// Bytes rank 0 moves on `group`, summed over its collectives.
+double bytes_on(const Trace& t, int group) {
+  double total = 0;
+  for (const Op& o : t.program(0).ops)
+    if (o.kind == OpKind::collective && t.collectives[o.collective].group == group) total += t.collectives[o.collective].bytes;
+  return total;
+}
+
+TEST_F(TensorParallelTest, AsyncTpSplitsGatherMatmulAndMatmulScatterIntoChunks) {
+  const Trace sync = load({"parallelism.tp=2"});
+  const Trace async = load({"parallelism.tp=2", "tensor_parallel.async=true"});
+  const int tp = group_named(async, "tp");
+  // Per block, forward: the attention and MLP inputs' all-gathers feed wq/wk/wv and w1/w3, wo
+  // and w2 feed reduce-scatters: 2 + 2 sites of 2 chunks. Backward: the gradients gathered for
+  // wo's and w2's data gradients: 2 sites of 2 chunks; the column groups' input-gradient
+  // reduce-scatters follow weight gradients, which the pass leaves alone (2 whole ones).
+  EXPECT_EQ(count(async, tp, CollectiveOp::allgather, kActivation / 2), 2 * 2 * kLayers * 2);
+  EXPECT_EQ(count(async, tp, CollectiveOp::reduce_scatter, kActivation / 2), 2 * 2 * kLayers);
+  EXPECT_EQ(count(async, tp, CollectiveOp::reduce_scatter, kActivation), 2 * kLayers + 2);
+  EXPECT_EQ(count(async, tp, CollectiveOp::allgather, kActivation), 2);   // embedding backward, output forward
+  // The same bytes and GEMM work as without async TP, in chunks.
+  EXPECT_DOUBLE_EQ(bytes_on(async, tp), bytes_on(sync, group_named(sync, "tp")));
+  EXPECT_NEAR(gemm_flops(async), gemm_flops(sync), 1e-9 * gemm_flops(sync));
+}
+
 TEST_F(TensorParallelTest, EveryGemmIsSplitOverTheGroup) {
   const double whole = gemm_flops(load({}));
   EXPECT_NEAR(gemm_flops(load({"parallelism.tp=2"})), whole / 2, 1e-9 * whole);
@@ -84,7 +109,11 @@ TEST_F(TensorParallelTest, BadLayoutsNameTheKeyAndTheFix) {
   EXPECT_NE(error({"parallelism.ep=2"}).find("expert parallelism is not modelled yet"), std::string::npos);
   EXPECT_NE(error({"parallelism.dp_replicate=2"}).find("use fsdp.strategy: HYBRID_SHARD"), std::string::npos);
   EXPECT_NE(error({"parallelism.tp=3"}).find("does not divide the job's 8 ranks"), std::string::npos);
-  EXPECT_NE(error({"tensor_parallel.async=true"}).find("allowed keys here: sequence_parallel"), std::string::npos);
+  EXPECT_NE(error({"tensor_parallel.overlap=true"}).find("allowed keys here: sequence_parallel, async"),
+            std::string::npos);
+  EXPECT_NE(error({"parallelism.tp=2", "tensor_parallel.sequence_parallel=false", "tensor_parallel.async=true"})
+                .find("set tensor_parallel.sequence_parallel: true"),
+            std::string::npos);
 }
 
 TEST_F(TensorParallelTest, HybridShardingTakesItsGroupsFromTheMesh) {
