@@ -233,6 +233,15 @@ class FsdpEmitter {
       pipe_ = read_pipeline(doc, reader, 1, m_, t_);
       make_groups(job, reader, doc);
     }
+    if (m_.moe.enabled()) {
+      if (!c_.wrap_layers || c_.strategy == Strategy::no_shard)
+        reader.fail("fsdp", doc["fsdp"], "MoE blocks shard their experts as units of their own (torchtitan)",
+                    "use fsdp.wrap: layer and a sharding strategy with model.moe");
+      if (efsdp_group_ < 0) {   // no parallelism section: the experts shard with the rest
+        efsdp_group_ = shard_group_;
+        efsdp_size_ = shard_size_;
+      }
+    }
     if (par_.pp == 1) {
       make_units();
       open_streams();
@@ -242,7 +251,7 @@ class FsdpEmitter {
   Trace emit() {
     const ContextParallel cp{par_.cp};
     const Block embedding = embedding_block(m_, t_, false, tp_, cp);
-    const Block layer = layer_block(m_, t_, c_.checkpointing, false, tp_, cp);
+    const Block layer = layer_block(m_, t_, c_.checkpointing, false, tp_, cp, ExpertParallel{par_.ep});
     const Block head = head_block(m_, t_, false, tp_, cp);
     if (par_.pp > 1) return emit_pipeline(embedding, layer, head);
     for (int micro = 0; micro < t_.gradient_accumulation; ++micro) {
@@ -261,7 +270,11 @@ class FsdpEmitter {
     double params = 0;
     bool reshard_after_forward = false;
     State state = State::sharded;
+    int group = -1;   ///< its shard group (-1: the FSDP group); a block's experts: efsdp
+    int shard = 0;    ///< that group's size (0: the FSDP group's)
   };
+  int group_of(const Unit& unit) const { return unit.group >= 0 ? unit.group : shard_group_; }
+  int shard_of(const Unit& unit) const { return unit.shard > 0 ? unit.shard : shard_size_; }
 
   void make_groups(const JobContext& job, const YamlReader& reader, const YAML::Node& doc) {
     ProcessGroup shard{"fsdp", {}, std::vector<int>(static_cast<std::size_t>(job.ranks()), 0)};
@@ -312,15 +325,22 @@ class FsdpEmitter {
     if (par.tp > 1) tp_group_ = b_.group(mesh.group("tp", {"tp"}));
     if (par.pp > 1) pp_group_ = b_.group(mesh.group("pp", {"pp"}));
     if (par.cp > 1) cp_group_ = b_.group(mesh.group("cp", {"cp"}));
+    if (m_.moe.enabled()) {
+      ExpertGroups experts = expert_groups(par);
+      efsdp_size_ = static_cast<int>(experts.efsdp.subgroups.front().size());
+      efsdp_group_ = b_.group(std::move(experts.efsdp));
+      if (par.ep > 1) ep_group_ = b_.group(std::move(experts.ep));
+    }
   }
 
   // What the transformer generators do not build yet is refused, not approximated.
-  static void check_modelled(const Parallelism& par, const YamlReader& reader, const YAML::Node& section) {
-    for (const auto& [axis, what] : {std::pair{"ep", "expert"}})
-      if (par.degree(axis) > 1)
-        reader.fail(std::string("parallelism.") + axis, section[axis] ? section[axis] : section,
-                    fmt::format("{} parallelism is not modelled yet (parallelism.{} = {})", what, axis, par.degree(axis)),
-                    fmt::format("set parallelism.{} to 1; dp_replicate, dp_shard, cp, tp and pp are modelled", axis));
+  void check_modelled(const Parallelism& par, const YamlReader& reader, const YAML::Node& section) const {
+    if (par.ep > 1 && !m_.moe.enabled())
+      reader.fail("parallelism.ep", section["ep"], "expert parallelism needs experts", "add model.moe, or drop parallelism.ep");
+    if (m_.moe.enabled() && par.tp > 1)
+      reader.fail("parallelism.tp", section["tp"],
+                  "tensor parallelism of MoE blocks (torchtitan's expert tensor parallelism) is not modelled yet",
+                  "set parallelism.tp to 1 for a model with model.moe");
   }
 
   void open_streams() {
@@ -367,7 +387,10 @@ class FsdpEmitter {
   void begin_stage(int stage, const std::vector<int>& first) {
     units_.clear();
     chunk_units_.clear();
-    stage_params_ = 0;
+    chunk_first_ = first;
+    layer_unit_.assign(static_cast<std::size_t>(m_.layers), -1);
+    if (m_.moe.enabled()) expert_unit_.assign(static_cast<std::size_t>(m_.layers), -1);
+    stage_local_params_ = 0;
     previous_copy_out_ = previous_reduce_scatter_ = last_reduction_ = -1;
     free_events_.clear();
     open_streams();
@@ -383,11 +406,11 @@ class FsdpEmitter {
       ids.push_back(static_cast<int>(units_.size()));
       units_.push_back({fmt::format("chunks.{}.root", c), root, false});
       for (int i = first[static_cast<std::size_t>(c)]; i < first[static_cast<std::size_t>(c) + 1]; ++i) {
-        ids.push_back(static_cast<int>(units_.size()));
-        units_.push_back({fmt::format("layers.{}", i), layer_params(m_, tp_), false});
+        add_layer_units(i, false);
+        ids.push_back(layer_unit_[static_cast<std::size_t>(i)]);
       }
-      for (int u : ids) stage_params_ += units_[static_cast<std::size_t>(u)].params;
     }
+    for (const Unit& unit : units_) stage_local_params_ += unit.params / shard_of(unit);
   }
 
   // The activation (or its gradient) one pipeline hop carries: a micro-batch's residual stream,
@@ -421,9 +444,11 @@ class FsdpEmitter {
     wait_for_unshard(ids.front(), true);
     if (a.chunk == 0) run("", embedding.forward);
     for (std::size_t k = 1; k < ids.size(); ++k) {
+      const int i = first[static_cast<std::size_t>(a.chunk)] + static_cast<int>(k) - 1;
       unshard(ids[k]);
       wait_for_unshard(ids[k], true);
-      run(layer_prefix(first[static_cast<std::size_t>(a.chunk)] + static_cast<int>(k) - 1), layer.forward);
+      unshard_experts(i, true);
+      run(layer_prefix(i), layer.forward);
     }
     if (a.chunk + 1 == chunks)
       run("", head.forward);
@@ -454,9 +479,14 @@ class FsdpEmitter {
   // the last (the order their backwards finished in).
   void reduce_stage() {
     previous_reduce_scatter_ = -1;
-    for (auto it = chunk_units_.rbegin(); it != chunk_units_.rend(); ++it)
-      for (auto u = it->second.rbegin(); u != it->second.rend(); ++u)
-        if (units_[static_cast<std::size_t>(*u)].params > 0) reduce(*u);
+    for (auto it = chunk_units_.rbegin(); it != chunk_units_.rend(); ++it) {
+      const std::vector<int>& ids = it->second;
+      for (std::size_t k = ids.size(); k-- > 0;) {
+        if (units_[static_cast<std::size_t>(ids[k])].params > 0) reduce(ids[k]);
+        const int e = k > 0 ? expert_unit(chunk_first_[static_cast<std::size_t>(it->first)] + static_cast<int>(k) - 1) : -1;
+        if (e >= 0) reduce(e);
+      }
+    }
     if (last_reduction_ >= 0) b_.wait(compute_, last_reduction_);
   }
 
@@ -482,12 +512,32 @@ class FsdpEmitter {
     // FSDP2 keeps the root unsharded after forward (backward needs it at once); torchtitan's
     // apply_fsdp does the same for the last block, whose backward comes right after.
     units_.push_back({"root", root, false});
-    for (int i = 0; i < m_.layers; ++i)
-      units_.push_back(
-          {fmt::format("layers.{}", i), layer_params(m_, tp_), c_.reshard_after_forward && i + 1 < m_.layers});
+    layer_unit_.assign(static_cast<std::size_t>(m_.layers), -1);
+    if (m_.moe.enabled()) expert_unit_.assign(static_cast<std::size_t>(m_.layers), -1);
+    for (int i = 0; i < m_.layers; ++i) add_layer_units(i, c_.reshard_after_forward && i + 1 < m_.layers);
   }
 
-  int unit_of_layer(int layer) const { return c_.wrap_layers ? layer + 1 : 0; }
+  int unit_of_layer(int layer) const { return c_.wrap_layers ? layer_unit_[static_cast<std::size_t>(layer)] : 0; }
+  // A MoE block's experts: their own unit, sharded over efsdp (torchtitan fully_shards
+  // moe.experts on the efsdp mesh); -1 for a dense block.
+  int expert_unit(int layer) const {
+    return expert_unit_.empty() ? -1 : expert_unit_[static_cast<std::size_t>(layer)];
+  }
+  void unshard_experts(int layer, bool forward) {
+    if (const int e = expert_unit(layer); e >= 0) {
+      unshard(e);
+      wait_for_unshard(e, forward);
+    }
+  }
+  // Appends layer `i`'s units (the block, then its experts) with the given reshard policy.
+  void add_layer_units(int i, bool reshard_after_forward) {
+    layer_unit_[static_cast<std::size_t>(i)] = static_cast<int>(units_.size());
+    units_.push_back({fmt::format("layers.{}", i), layer_params(m_, tp_) - expert_params(m_), reshard_after_forward});
+    if (!m_.moe.enabled()) return;
+    expert_unit_[static_cast<std::size_t>(i)] = static_cast<int>(units_.size());
+    units_.push_back({fmt::format("layers.{}.moe.experts", i), expert_params(m_) / par_.ep, reshard_after_forward,
+                      State::sharded, efsdp_group_, efsdp_size_});
+  }
   static std::string layer_prefix(int layer) { return fmt::format("layers.{}.", layer); }
 
   // ProcessGroupNCCL (torch 2.6 and before) runs every collective of a process group on the
@@ -500,7 +550,9 @@ class FsdpEmitter {
                                : group == tp_group_      ? "tp"
                                : group == pp_group_      ? "pp"
                                : group == cp_group_      ? "cp"
-                                                         : "fsdp";
+                               : group == ep_group_      ? "ep"
+                               : group == efsdp_group_ && efsdp_group_ != shard_group_ ? "efsdp"
+                                                                                        : "fsdp";
     const int nccl = b_.stream(prefix + ".nccl");
     const int in = b_.event(prefix + ".nccl.in"), out = b_.event(prefix + ".nccl.out");
     b_.record(stream, in);
@@ -521,7 +573,9 @@ class FsdpEmitter {
         async_chunk(prefix + k.name, *k.comm);
       else if (k.comm)
         collective(compute_, prefix + k.name, k.comm->op, k.comm->bytes,
-                   k.comm->group == Comm::Group::cp ? cp_group_ : tp_group_);
+                   k.comm->group == Comm::Group::cp   ? cp_group_
+                   : k.comm->group == Comm::Group::ep ? ep_group_
+                                                      : tp_group_);
       else if (!k.is_wait())
         b_.kernel(compute_, prefix, k);
     }
@@ -573,7 +627,7 @@ class FsdpEmitter {
       b_.sync_event(free_events_.front());
       free_events_.pop_front();
     }
-    const double local = unit.params / shard_size_;
+    const double local = unit.params / shard_of(unit);
     if (c_.strategy == Strategy::no_shard) {
       if (t_.param_dtype != models::Dtype::fp32)
         b_.kernel(compute_, unit.name + ".", {"cast_params", elementwise(t_.param_dtype, unit.params, 4, a_, 0)});
@@ -581,7 +635,7 @@ class FsdpEmitter {
       return;
     }
     b_.kernel(all_gather_, unit.name + ".", {"all_gather.copy_in", elementwise(t_.param_dtype, local, 4, a_, 0)});
-    collective(all_gather_, unit.name + ".all_gather", CollectiveOp::allgather, unit.params * a_, shard_group_);
+    collective(all_gather_, unit.name + ".all_gather", CollectiveOp::allgather, unit.params * a_, group_of(unit));
     b_.record(all_gather_, b_.event(unit.name + ".all_gather"));
     ++all_gathers_;
     unit.state = State::gathering;
@@ -637,14 +691,14 @@ class FsdpEmitter {
       return;
     }
     b_.wait(reduce_scatter_, ready);
-    collective(reduce_scatter_, unit.name + ".reduce_scatter", CollectiveOp::reduce_scatter, n * r_, shard_group_);
+    collective(reduce_scatter_, unit.name + ".reduce_scatter", CollectiveOp::reduce_scatter, n * r_, group_of(unit));
     previous_reduce_scatter_ = b_.event(unit.name + ".reduce_scatter");
     b_.record(reduce_scatter_, previous_reduce_scatter_);
     last_reduction_ = previous_reduce_scatter_;
     ++reduce_scatters_;
     if (c_.strategy == Strategy::hybrid_shard && replicate_size_ > 1) {
       b_.wait(all_reduce_, previous_reduce_scatter_);
-      collective(all_reduce_, unit.name + ".all_reduce", CollectiveOp::allreduce, n / shard_size_ * r_,
+      collective(all_reduce_, unit.name + ".all_reduce", CollectiveOp::allreduce, n / shard_of(unit) * r_,
                  replicate_group_);
       last_reduction_ = b_.event(unit.name + ".all_reduce");
       b_.record(all_reduce_, last_reduction_);
@@ -663,10 +717,14 @@ class FsdpEmitter {
       if (u != 0) {
         unshard(u);
         wait_for_unshard(u, true);
+        unshard_experts(i, true);
         if (c_.forward_prefetch && i + 1 < m_.layers) unshard(unit_of_layer(i + 1));
       }
       run(layer_prefix(i), layer.forward);
-      if (u != 0 && units_[static_cast<std::size_t>(u)].reshard_after_forward) reshard(u);
+      if (u != 0 && units_[static_cast<std::size_t>(u)].reshard_after_forward) {
+        reshard(u);
+        if (const int e = expert_unit(i); e >= 0) reshard(e);
+      }
     }
     run("", head.forward);
   }
@@ -684,6 +742,7 @@ class FsdpEmitter {
       if (u != 0) {
         unshard(u);
         wait_for_unshard(u, false);
+        unshard_experts(i, false);
         if (c_.backward_prefetch == BackwardPrefetch::backward_pre) prefetch_backward(i - 1);
       }
       run(layer_prefix(i), layer.recompute);
@@ -692,6 +751,10 @@ class FsdpEmitter {
         reshard(u);
         if (c_.backward_prefetch == BackwardPrefetch::backward_post) prefetch_backward(i - 1);
         reduce(u);
+        if (const int e = expert_unit(i); e >= 0) {
+          reshard(e);
+          reduce(e);
+        }
       }
     }
     run("", embedding.backward);
@@ -701,7 +764,7 @@ class FsdpEmitter {
   }
 
   void optimizer_step() {
-    const double local = (par_.pp > 1 ? stage_params_ : total_params(m_, t_, tp_)) / shard_size_;
+    const double local = par_.pp > 1 ? stage_local_params_ : total_params(m_, t_, tp_) / shard_size_;
     b_.kernels(compute_, "", clip_norm_kernels(t_, local));
     // The total norm is a partial sum over the shards: DTensor all-reduces one fp32 within the
     // shard group (replicated gradients need none), and over tp for tensor-parallel weights.
@@ -794,7 +857,11 @@ class FsdpEmitter {
   int shard_group_ = -1, replicate_group_ = -1, tp_group_ = -1, pp_group_ = -1, cp_group_ = -1;
   int send_next_ = -1, recv_prev_ = -1, send_prev_ = -1, recv_next_ = -1;   ///< pipeline p2p streams
   std::map<int, std::vector<int>> chunk_units_;   ///< pipeline: chunk -> its units (root first)
-  double stage_params_ = 0;                       ///< pipeline: the stage's parameters per rank
+  double stage_local_params_ = 0;                 ///< pipeline: the stage's parameter shards per rank
+  std::vector<int> chunk_first_;                  ///< pipeline: chunk_first_layers
+  std::vector<int> layer_unit_;                   ///< per block: its unit
+  std::vector<int> expert_unit_;                  ///< per block: its experts' unit (MoE), or -1
+  int ep_group_ = -1, efsdp_group_ = -1, efsdp_size_ = 0;
   int shard_size_ = 1, replicate_size_ = 1;
   int compute_ = -1, all_gather_ = -1, reduce_scatter_ = -1, all_reduce_ = -1;
   int previous_copy_out_ = -1;        ///< FSDP2 all_gather_state: last forward copy-out

@@ -24,7 +24,7 @@ ModelConfig read_model(const YAML::Node& doc, const YamlReader& reader) {
   const YAML::Node section = reader.require(doc, "", "model");
   reader.check_keys(section, "model",
                     {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation", "norm",
-                     "positions", "bias", "tied_embeddings"});
+                     "positions", "bias", "tied_embeddings", "moe"});
   ModelConfig m;
   auto count = [&](const std::string& key) {
     return reader.get_int(reader.require(section, "model", key), child("model", key), 1);
@@ -59,6 +59,27 @@ ModelConfig read_model(const YAML::Node& doc, const YamlReader& reader) {
                                                                                           : Positions::rope;
   if (const YAML::Node n = section["bias"]) m.bias = reader.get_bool(n, "model.bias");
   if (const YAML::Node n = section["tied_embeddings"]) m.tied_embeddings = reader.get_bool(n, "model.tied_embeddings");
+  if (const YAML::Node moe = section["moe"]) {
+    if (!moe.IsMap())
+      reader.fail("model.moe", moe, "expected a section", "write e.g. moe: {experts: 8, top_k: 2}");
+    reader.check_keys(moe, "model.moe", {"experts", "top_k", "capacity_factor", "routing_skew"});
+    m.moe.experts = reader.get_int(reader.require(moe, "model.moe", "experts"), "model.moe.experts", 2);
+    if (const YAML::Node n = moe["top_k"]) m.moe.top_k = reader.get_int(n, "model.moe.top_k", 1);
+    if (m.moe.top_k > m.moe.experts)
+      reader.fail("model.moe.top_k", moe["top_k"],
+                  fmt::format("top_k ({}) exceeds the {} experts", m.moe.top_k, m.moe.experts),
+                  "route each token to at most `experts` experts");
+    if (const YAML::Node n = moe["capacity_factor"])
+      m.moe.capacity_factor = reader.get_number(n, "model.moe.capacity_factor");
+    if (const YAML::Node n = moe["routing_skew"]) {
+      m.moe.routing_skew = reader.get_number(n, "model.moe.routing_skew");
+      if (m.moe.routing_skew < 1)
+        reader.fail("model.moe.routing_skew", n, "the busiest rank's load over the mean is at least 1",
+                    "use 1 for balanced routing, e.g. 1.3 for a rank 30 % over the mean");
+    }
+    if (m.activation != Activation::swiglu)
+      reader.fail("model.moe", moe, "experts are SwiGLU MLPs (Mixtral, torchtitan's MoE)", "set model.activation: swiglu");
+  }
   return m;
 }
 
@@ -215,7 +236,9 @@ std::vector<std::tuple<std::string, double, double>> block_linears(const ModelCo
                                                               {"attention.wk", d.h, d.kv},
                                                               {"attention.wv", d.h, d.kv},
                                                               {"attention.wo", d.q, d.h}};
-  if (m.activation == Activation::swiglu) {
+  if (m.moe.enabled()) {
+    out.push_back({"moe.router", d.h, double(m.moe.experts)});   // the experts: expert_params
+  } else if (m.activation == Activation::swiglu) {
     out.insert(out.end(), {{"feed_forward.w1", d.h, d.f}, {"feed_forward.w2", d.f, d.h}, {"feed_forward.w3", d.h, d.f}});
   } else {
     out.insert(out.end(), {{"feed_forward.fc1", d.h, d.f}, {"feed_forward.fc2", d.f, d.h}});
@@ -235,8 +258,12 @@ namespace {
 double vocab_share(const ModelConfig& m, const TensorParallel& tp) { return std::ceil(double(m.vocab) / tp.tp); }
 }  // namespace
 
+double expert_params(const ModelConfig& m) {
+  return m.moe.enabled() ? m.moe.experts * 3.0 * m.hidden * m.ffn_hidden : 0;
+}
+
 double layer_params(const ModelConfig& m, const TensorParallel& tp) {
-  double total = 2 * norm_params(m);
+  double total = 2 * norm_params(m) + expert_params(m);
   for (const auto& [name, in, out] : block_linears(m)) {
     if (row_parallel(name))
       total += linear_params(m, in / tp.tp, out);
@@ -260,7 +287,10 @@ double total_params(const ModelConfig& m, const TrainingConfig& t, const TensorP
 
 double flop_params(const ModelConfig& m, const TrainingConfig& t) {
   const double table = double(m.vocab) * m.hidden;
-  return total_params(m, t) - table + (m.tied_embeddings ? table : 0);
+  // A token runs top_k of the experts (torchtitan counts the active parameters of MoE models).
+  const double idle_experts =
+      m.moe.enabled() ? m.layers * expert_params(m) * (1 - double(m.moe.top_k) / m.moe.experts) : 0;
+  return total_params(m, t) - table + (m.tied_embeddings ? table : 0) - idle_experts;
 }
 
 double model_flops_per_iteration(const ModelConfig& m, const TrainingConfig& t) {
@@ -290,7 +320,7 @@ struct ModuleOp {
   Kernels backward;                 ///< in launch order
   bool matmul = false;              ///< an aten.mm (counted by the selective policy)
   bool attention = false;           ///< SDPA: always saved by the selective policy
-  bool saved_by_selective = false;  ///< a reduce-scatter: on the selective policy's save list
+  bool saved_by_selective = false;  ///< a reduce-scatter or all-to-all: on the selective policy's save list
   std::string weight;               ///< parameter whose gradient is complete after `backward`
   double weight_params = 0;
 };
@@ -462,8 +492,75 @@ Block assemble(const std::vector<ModuleOp>& ops, const std::vector<std::string>&
 
 }  // namespace
 
+namespace {
+
+// The MoE MLP as torchtitan's MoE runs it (torchtitan/models/moe): router GEMM, softmax and
+// top-k; the routed tokens permuted into expert order; with ep > 1 an all-to-all dispatching
+// them to their experts' ranks and one combining the outputs back; the rank's experts as
+// grouped GEMMs (a batched GEMM over its experts, each with an even share of the rows it
+// receives); the outputs un-permuted and summed with the router's weights.
+void moe_mlp(const OpFactory& f, const ModelConfig& m, double tokens, const ExpertParallel& ep,
+             std::vector<ModuleOp>& ops) {
+  const MoeConfig& moe = m.moe;
+  const double a = f.act(), h = m.hidden, ffn = m.ffn_hidden, k = moe.top_k, experts = moe.experts;
+  const double routed = tokens * k;
+  // The busiest rank's rows: skewed routing, cut at the experts' capacity when there is one.
+  const double load = moe.capacity_factor > 0 ? std::min(moe.routing_skew, moe.capacity_factor) : moe.routing_skew;
+  const double rows = routed * load;
+  const double local = experts / ep.ep;
+  ops.push_back(f.linear("moe.router", tokens, h, experts));
+  ops.push_back(f.pointwise({f.ew("moe.router.softmax", tokens * experts, a, 4, 4),
+                             f.ew("moe.router.topk", tokens * experts, 4, 8 * k / experts, 2)}));
+  ModuleOp permute;
+  permute.forward = {f.ew("moe.permute", routed * h, a, a, 0)};
+  permute.backward = {f.ew("moe.permute.backward", routed * h, 2 * a, a)};   // scatter-add back per token
+  ops.push_back(permute);
+  auto all_to_all = [&](const std::string& name) {
+    ModuleOp exchange;
+    const Bytes bytes = rows * h * a;
+    exchange.forward = {OpFactory::comm(name, models::CollectiveOp::alltoall, bytes, Comm::Group::ep)};
+    exchange.backward = {OpFactory::comm(name + ".backward", models::CollectiveOp::alltoall, bytes, Comm::Group::ep)};
+    // _c10d_functional.all_to_all_single is on torchtitan's selective-AC save list
+    // (torchtitan/distributed/activation_checkpoint.py).
+    exchange.saved_by_selective = true;
+    ops.push_back(exchange);
+  };
+  if (ep.ep > 1) all_to_all("moe.dispatch");
+  {
+    ModuleOp grouped;
+    grouped.matmul = true;
+    const double per = rows / local;   // rows per local expert
+    auto gemm = [&](const std::string& name, double mm, double n, double kk) {
+      Kernel g = {name, f.gemm(mm, n, kk)};
+      g.spec.params["batch"] = local;
+      return g;
+    };
+    grouped.forward = {gemm("moe.experts.w1", per, ffn, h), gemm("moe.experts.w3", per, ffn, h),
+                       f.ew("moe.experts.silu", rows * ffn, a, a, 4), f.ew("moe.experts.mul", rows * ffn, 2 * a, a),
+                       gemm("moe.experts.w2", per, h, ffn)};
+    grouped.backward = {gemm("moe.experts.w2.dgrad", per, ffn, h), gemm("moe.experts.w2.wgrad", h, ffn, per),
+                        f.ew("moe.experts.mul.backward_a", rows * ffn, 2 * a, a),
+                        f.ew("moe.experts.mul.backward_b", rows * ffn, 2 * a, a),
+                        f.ew("moe.experts.silu.backward", rows * ffn, 2 * a, a, 4),
+                        gemm("moe.experts.w3.dgrad", per, h, ffn), gemm("moe.experts.w3.wgrad", ffn, h, per),
+                        gemm("moe.experts.w1.dgrad", per, h, ffn), gemm("moe.experts.w1.wgrad", ffn, h, per),
+                        f.ew("moe.experts.dgrad_sum", rows * h, 2 * a, a)};
+    grouped.weight = "moe.experts";
+    grouped.weight_params = local * 3 * h * ffn;
+    ops.push_back(grouped);
+  }
+  if (ep.ep > 1) all_to_all("moe.combine");
+  ModuleOp unpermute;
+  // out[t] = sum over its k experts of score x output: read the routed rows, write the tokens.
+  unpermute.forward = {f.ew("moe.unpermute", routed * h, a, a / k, 2)};
+  unpermute.backward = {f.ew("moe.unpermute.backward", routed * h, 2 * a, a, 2)};
+  ops.push_back(unpermute);
+}
+
+}  // namespace
+
 Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing checkpointing, bool cast_weights,
-                  const TensorParallel& tp, const ContextParallel& cp) {
+                  const TensorParallel& tp, const ContextParallel& cp, const ExpertParallel& ep) {
   const OpFactory f(m, t);
   const Dims full = dims(m);
   // A rank's share of the heads and of the MLP's hidden width; the norms and residuals see
@@ -555,7 +652,9 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
   residual("attention_residual");
   ops.push_back(f.norm("ffn_norm", sp_tokens));
   if (tp.tp > 1) ops.push_back(f.tp_enter("feed_forward.tp_input", tokens, tp));
-  if (m.activation == Activation::swiglu) {
+  if (m.moe.enabled()) {
+    moe_mlp(f, m, tokens, ep, ops);
+  } else if (m.activation == Activation::swiglu) {
     // w2(F.silu(w1(x)) * w3(x)), in Python evaluation order.
     linear("feed_forward.w1", d.h, d.f);
     ops.push_back(f.pointwise({f.ew("feed_forward.silu", tokens * d.f, a, a, 4)}));
@@ -576,6 +675,7 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
 
   std::vector<std::string> registration;
   for (const auto& [name, _, __] : block_linears(m)) registration.push_back(name);
+  if (m.moe.enabled()) registration.push_back("moe.experts");
   registration.insert(registration.end(), {"attention_norm", "ffn_norm"});
 
   // torchtitan's op-level selective AC (torchtitan/parallelisms/parallelize_llama.py,

@@ -30,6 +30,20 @@ enum class Activation : std::uint8_t { swiglu, gelu };
 enum class Norm : std::uint8_t { rmsnorm, layernorm };
 enum class Positions : std::uint8_t { rope, learned };
 
+/// @brief `model.moe`: a mixture-of-experts MLP in every block (Mixtral's layout): a router
+/// picks top_k of `experts` SwiGLU experts (each ffn_hidden wide) per token.
+struct MoeConfig {
+  int experts = 0;                 ///< 0: the dense MLP
+  int top_k = 2;
+  /// 0: dropless (torchtitan's default); c > 0: an expert takes at most c times its even share
+  /// of the routed tokens and drops the rest.
+  double capacity_factor = 0;
+  /// Routed tokens of the busiest expert-parallel rank over the mean (1: balanced routing).
+  /// Every rank is priced at the busiest one's load: the all-to-alls wait for it.
+  double routing_skew = 1;
+  bool enabled() const { return experts > 0; }
+};
+
 /// @brief The `model:` section: a pre-norm decoder-only transformer.
 struct ModelConfig {
   int layers = 0;
@@ -43,6 +57,7 @@ struct ModelConfig {
   Positions positions = Positions::rope;        ///< learned: a sequence x hidden table (GPT)
   bool bias = false;                            ///< linear layers carry biases (GPT)
   bool tied_embeddings = false;                 ///< the output projection reuses the token embedding
+  MoeConfig moe;
   int head_dim() const { return hidden / heads; }
 };
 
@@ -89,6 +104,13 @@ struct TensorParallel {
   bool async = false;
 };
 
+/// @brief Expert parallelism over `ep` ranks (torchtitan's expert_parallel): each holds
+/// experts / ep of every block's experts; tokens are dispatched to their experts' ranks and
+/// combined back by all-to-alls over the ep group.
+struct ExpertParallel {
+  int ep = 1;
+};
+
 /// @brief Context parallelism over `cp` ranks as torchtitan applies it (torch's context_parallel
 /// around SDPA, the head-tail load balancer, KV rotated by all-gather, torch's default): every
 /// rank holds sequence/cp tokens of each sequence (two chunks, one from each end, so causal work
@@ -123,6 +145,9 @@ std::vector<int> chunk_first_layers(int layers, int chunks);
 /// @brief Weights of one transformer block (attention, MLP, both norms, biases) a rank holds
 /// under `tp` (the whole block without it).
 double layer_params(const ModelConfig& model, const TensorParallel& tp = {});
+/// @brief Weights of one block's experts (all of them; an expert-parallel rank holds 1/ep).
+double expert_params(const ModelConfig& model);
+
 /// @brief Weights of the token embedding, plus the position table when positions are learned
 /// (a rank's share of the vocabulary under `tp`).
 double embedding_params(const ModelConfig& model, const TrainingConfig& training, const TensorParallel& tp = {});
@@ -141,7 +166,7 @@ double model_flops_per_iteration(const ModelConfig& model, const TrainingConfig&
 /// @brief A collective within a block, on the tp or the cp group; `bytes` in nccl-tests
 /// convention (the whole gathered or reduced buffer).
 struct Comm {
-  enum class Group : std::uint8_t { tp, cp };
+  enum class Group : std::uint8_t { tp, cp, ep };
   models::CollectiveOp op = models::CollectiveOp::allreduce;
   Bytes bytes = 0;
   Group group = Group::tp;
@@ -189,7 +214,8 @@ struct Block {
 /// @brief A transformer block. `cast_weights` adds autocast's per-forward cast of fp32
 /// weights to param_dtype (DDP under torch.autocast; FSDP gathers weights already cast).
 Block layer_block(const ModelConfig& model, const TrainingConfig& training, Checkpointing checkpointing,
-                  bool cast_weights, const TensorParallel& tp = {}, const ContextParallel& cp = {});
+                  bool cast_weights, const TensorParallel& tp = {}, const ContextParallel& cp = {},
+                  const ExpertParallel& ep = {});
 /// @brief torch's micro_pipeline_tp pass over a pass's kernels (async TP): an all-gather of
 /// `activation` bytes followed by GEMMs over its `rows` becomes tp chunk transfers, each GEMM's
 /// chunk waiting for its own; a GEMM over `rows` followed by a reduce-scatter becomes tp GEMM
