@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "platforms/config_error.hpp"
 #include "platforms/loader.hpp"
 #include "sim/replay.hpp"
 #include "workloads/pipeline_schedule.hpp"
@@ -100,6 +101,30 @@ TEST_F(ReplayPipelineTest, InterleavedBubbleShrinksWithTheVirtualStages) {
     const Prediction r = run(uniform_pipeline(PipelineSchedule::interleaved_1f1b, p, v, m));
     const double bubble = 1 - m * (kForward + kBackward) / r.iteration_time;
     EXPECT_NEAR(bubble, double(p - 1) / (v * m + p - 1), 1e-6) << "v " << v;
+  }
+}
+
+TEST_F(ReplayPipelineTest, AStageReceivingBeforeItSendsDeadlocksAndIsReported) {
+  // Two stages whose p2p share one stream and each receive before they send: the counts match
+  // (one message each way), the order cannot finish.
+  workloads::TraceBuilder b("mismatched-pipeline", 2);
+  const int group = b.group(workloads::ProcessGroup{"pp", {{0, 1}}, {0, 0}});
+  for (int r = 0; r < 2; ++r) {
+    workloads::ProgramWriter w(b, 0);
+    const int s = w.stream("p2p");
+    w.recv(s, r == 0 ? "gradient" : "activation", 1 - r, 1024, group);
+    w.timed_kernel(w.stream("compute"), "pass", 1e-3);
+    w.send(s, r == 0 ? "activation" : "gradient", 1 - r, 1024, group);
+    b.assign({r}, w.take());
+  }
+  const workloads::Trace t = b.finish();
+  try {
+    run(t);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("recv 'gradient'"), std::string::npos) << m;
+    EXPECT_NE(m.find("recv 'activation'"), std::string::npos) << m;
   }
 }
 

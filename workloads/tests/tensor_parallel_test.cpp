@@ -106,7 +106,6 @@ TEST_F(TensorParallelTest, OneRankOfTensorParallelismIsTheOneDimensionalTrace) {
 
 TEST_F(TensorParallelTest, BadLayoutsNameTheKeyAndTheFix) {
   EXPECT_NE(error({"parallelism.tp=16"}, 2).find("tp (16) must divide model.kv_heads (8)"), std::string::npos);
-  EXPECT_NE(error({"parallelism.ep=2"}).find("expert parallelism is not modelled yet"), std::string::npos);
   EXPECT_NE(error({"parallelism.dp_replicate=2"}).find("use fsdp.strategy: HYBRID_SHARD"), std::string::npos);
   EXPECT_NE(error({"parallelism.tp=3"}).find("does not divide the job's 8 ranks"), std::string::npos);
   EXPECT_NE(error({"tensor_parallel.overlap=true"}).find("allowed keys here: sequence_parallel, async"),
