@@ -95,9 +95,20 @@ TEST_F(TensorParallelTest, EveryGemmIsSplitOverTheGroup) {
 
 TEST_F(TensorParallelTest, OneRankOfTensorParallelismIsTheOneDimensionalTrace) {
   const Trace plain = load({});
-  const Trace mesh = load({"parallelism.tp=1", "parallelism.dp_shard=-1"});
+  const Trace mesh = load({"parallelism.tp=1", "parallelism.pp=1", "parallelism.cp=1", "parallelism.ep=1",
+                           "parallelism.dp_shard=-1"});
   ASSERT_EQ(plain.programs.size(), mesh.programs.size());
-  EXPECT_EQ(plain.program(0).ops.size(), mesh.program(0).ops.size());
+  ASSERT_EQ(plain.program(0).ops.size(), mesh.program(0).ops.size());
+  for (std::size_t i = 0; i < plain.program(0).ops.size(); ++i) {
+    const Op& a = plain.program(0).ops[i];
+    const Op& b = mesh.program(0).ops[i];
+    ASSERT_TRUE(a.kind == b.kind && a.stream == b.stream && a.name == b.name && a.kernel == b.kernel &&
+                a.duration == b.duration && a.collective == b.collective && a.event == b.event)
+        << "op " << i;
+  }
+  EXPECT_EQ(plain.names, mesh.names);
+  EXPECT_EQ(plain.program(0).streams, mesh.program(0).streams);
+  EXPECT_EQ(plain.program(0).events, mesh.program(0).events);
   EXPECT_EQ(plain.collectives, mesh.collectives);
   EXPECT_EQ(plain.kernels, mesh.kernels);
   EXPECT_EQ(plain.groups.size(), mesh.groups.size());
