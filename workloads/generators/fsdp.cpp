@@ -10,6 +10,10 @@
 /// unit's reduce-scatter (reduce_scatter_state), then reduce-scattered on their own stream;
 /// HSDP all-reduces the shards on a third stream; backward ends with the compute stream waiting
 /// for the last reduction. The collectives themselves run on their process group's NCCL stream.
+///
+/// `parallelism:` lays the ranks on a device mesh (workloads/mesh.hpp) and composes FSDP with
+/// tensor, sequence, context, pipeline and expert parallelism as torchtitan does
+/// (docs/parallelism.md); without it the iteration is the 1D one above, unchanged.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -211,7 +215,9 @@ std::vector<std::vector<int>> ranks_by_node(const JobContext& job, const YamlRea
   return out;
 }
 
-/// @brief Emits one iteration of FSDP for one rank (all ranks run the same ops).
+/// @brief Emits one iteration: one program every rank runs, or with pipeline parallelism one per
+/// stage, which that stage's ranks of every replica share. The device mesh, tensor, context and
+/// expert parallelism are docs/parallelism.md's.
 class FsdpEmitter {
  public:
   FsdpEmitter(const ModelConfig& model, const TrainingConfig& training, const FsdpConfig& fsdp, const JobContext& job,
