@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <string>
@@ -379,6 +380,7 @@ class FsdpEmitter {
           backward_chunk(a, chunks, first, embedding, layer, head);
       }
       reduce_stage();
+      sync_tied_embeddings(stage);
       optimizer_step();
       std::vector<int> ranks;
       for (const std::vector<int>& replica : pp.subgroups) ranks.push_back(replica[static_cast<std::size_t>(stage)]);
@@ -407,8 +409,8 @@ class FsdpEmitter {
     const int chunks = static_cast<int>(first.size()) - 1;
     for (int c = stage; c < chunks; c += par_.pp) {
       std::vector<int>& ids = chunk_units_[c];
-      const double root =
-          (c == 0 ? embedding_params(m_, t_, tp_) : 0) + (c + 1 == chunks ? head_params(m_, tp_) : 0);
+      const double root = (c == 0 ? embedding_params(m_, t_, tp_) : 0) +
+                          (c + 1 == chunks ? head_params(m_, tp_) + tied_output_copy() : 0);
       ids.push_back(static_cast<int>(units_.size()));
       units_.push_back({fmt::format("chunks.{}.root", c), root, false});
       for (int i = first[static_cast<std::size_t>(c)]; i < first[static_cast<std::size_t>(c) + 1]; ++i) {
@@ -417,6 +419,26 @@ class FsdpEmitter {
       }
     }
     for (const Unit& unit : units_) stage_local_params_ += unit.params / shard_of(unit);
+  }
+
+  // Tied embeddings across stages, as Megatron-LM keeps them: the last stage holds its own copy
+  // of the token embedding as the output projection, and the first and last stages all-reduce
+  // the two copies' gradients (its embedding group, finalize_model_grads) before the step.
+  double tied_output_copy() const { return m_.tied_embeddings ? std::ceil(double(m_.vocab) / tp_.tp) * m_.hidden : 0; }
+  void sync_tied_embeddings(int stage) {
+    if (!m_.tied_embeddings || (stage != 0 && stage + 1 != par_.pp)) return;
+    if (embedding_group_ < 0) {
+      const DeviceMesh mesh = dense_mesh(par_);
+      ProcessGroup g = mesh.group("embedding", {"pp"});
+      for (std::vector<int>& ranks : g.subgroups) {
+        for (std::size_t k = 1; k + 1 < ranks.size(); ++k) g.subgroup_of_rank[static_cast<std::size_t>(ranks[k])] = -1;
+        ranks = {ranks.front(), ranks.back()};
+      }
+      embedding_group_ = b_.group(std::move(g));
+    }
+    // FSDP has reduce-scattered both copies' gradients alike: each rank all-reduces its shard.
+    collective(compute_, "tok_embeddings.tied.all_reduce", CollectiveOp::allreduce,
+               tied_output_copy() / shard_size_ * r_, embedding_group_);
   }
 
   // The activation (or its gradient) one pipeline hop carries: a micro-batch's residual stream,
@@ -557,6 +579,7 @@ class FsdpEmitter {
                                : group == pp_group_      ? "pp"
                                : group == cp_group_      ? "cp"
                                : group == ep_group_      ? "ep"
+                               : group == embedding_group_ ? "embedding"
                                : group == efsdp_group_ && efsdp_group_ != shard_group_ ? "efsdp"
                                                                                         : "fsdp";
     const int nccl = b_.stream(prefix + ".nccl");
@@ -868,6 +891,7 @@ class FsdpEmitter {
   std::vector<int> layer_unit_;                   ///< per block: its unit
   std::vector<int> expert_unit_;                  ///< per block: its experts' unit (MoE), or -1
   int ep_group_ = -1, efsdp_group_ = -1, efsdp_size_ = 0;
+  int embedding_group_ = -1;                      ///< pipeline with tied embeddings: first and last stage
   int shard_size_ = 1, replicate_size_ = 1;
   int compute_ = -1, all_gather_ = -1, reduce_scatter_ = -1, all_reduce_ = -1;
   int previous_copy_out_ = -1;        ///< FSDP2 all_gather_state: last forward copy-out

@@ -102,6 +102,22 @@ TEST_F(PipelineTest, TheStagesTogetherRunTheWholeModel) {
   EXPECT_DOUBLE_EQ(load({"parallelism.pp=4"}).work.items_per_rank, 8 * kTokens / 4);
 }
 
+TEST_F(PipelineTest, TiedEmbeddingsKeepACopyOnTheLastStageAndSyncItsGradient) {
+  // pp 4 on 8 GPUs: stages {0,1}, {2,3}, {4,5}, {6,7}; dp_shard 2.
+  const Trace t = load({"parallelism.pp=4", "model.tied_embeddings=true"});
+  const int group = group_named(t, "embedding");
+  ASSERT_GE(group, 0);
+  EXPECT_EQ(t.groups[group].subgroups.front(), (std::vector<int>{0, 6}));
+  EXPECT_EQ(t.groups[group].subgroup_of_rank[2], -1);   // middle stages are not members
+  const double shard = 128256.0 * 4096 / 2 * 4;            // the table's fp32 gradient shard
+  EXPECT_EQ(testing::count(t, 0, group, CollectiveOp::allreduce, shard), 1);
+  EXPECT_EQ(testing::count(t, 6, group, CollectiveOp::allreduce, shard), 1);
+  EXPECT_EQ(testing::count(t, 2, group, CollectiveOp::allreduce), 0);
+  // The last stage gathers its root: the final norm and the output copy of the table, bf16.
+  EXPECT_EQ(testing::count(t, 6, group_named(t, "fsdp"), CollectiveOp::allgather, (4096 + 128256.0 * 4096) * 2), 1);
+  EXPECT_NO_THROW(validate(t));
+}
+
 TEST(ParallelPresets, TheShippedLayoutsLoadAsDocumented) {
   // llama3-405b-3d on 512 GPUs: 8 stage programs, TP 8 x PP 8 x FSDP 8; llama3-70b-tp8 on 64.
   platforms::PlatformOptions options;
