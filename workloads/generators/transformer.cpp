@@ -62,7 +62,8 @@ ModelConfig read_model(const YAML::Node& doc, const YamlReader& reader) {
   if (const YAML::Node moe = section["moe"]) {
     if (!moe.IsMap())
       reader.fail("model.moe", moe, "expected a section", "write e.g. moe: {experts: 8, top_k: 2}");
-    reader.check_keys(moe, "model.moe", {"experts", "top_k", "capacity_factor", "routing_skew"});
+    reader.check_keys(moe, "model.moe", {"experts", "top_k", "capacity_factor", "routing_skew", "shared_experts"});
+    if (const YAML::Node n = moe["shared_experts"]) m.moe.shared_experts = reader.get_int(n, "model.moe.shared_experts", 0);
     m.moe.experts = reader.get_int(reader.require(moe, "model.moe", "experts"), "model.moe.experts", 2);
     if (const YAML::Node n = moe["top_k"]) m.moe.top_k = reader.get_int(n, "model.moe.top_k", 1);
     if (m.moe.top_k > m.moe.experts)
@@ -238,6 +239,12 @@ std::vector<std::tuple<std::string, double, double>> block_linears(const ModelCo
                                                               {"attention.wo", d.q, d.h}};
   if (m.moe.enabled()) {
     out.push_back({"moe.router", d.h, double(m.moe.experts)});   // the experts: expert_params
+    if (m.moe.shared_experts > 0) {
+      const double width = double(m.moe.shared_experts) * d.f;
+      out.insert(out.end(), {{"moe.shared_experts.w1", d.h, width},
+                             {"moe.shared_experts.w2", width, d.h},
+                             {"moe.shared_experts.w3", d.h, width}});
+    }
   } else if (m.activation == Activation::swiglu) {
     out.insert(out.end(), {{"feed_forward.w1", d.h, d.f}, {"feed_forward.w2", d.f, d.h}, {"feed_forward.w3", d.h, d.f}});
   } else {
@@ -550,6 +557,23 @@ void moe_mlp(const OpFactory& f, const ModelConfig& m, double tokens, const Expe
     ops.push_back(grouped);
   }
   if (ep.ep > 1) all_to_all("moe.combine");
+  if (moe.shared_experts > 0) {
+    // The shared experts' SwiGLU over every token, and the sum with the routed output.
+    const double width = moe.shared_experts * ffn;
+    ops.push_back(f.linear("moe.shared_experts.w1", tokens, h, width));
+    ops.push_back(f.pointwise({f.ew("moe.shared_experts.silu", tokens * width, a, a, 4)}));
+    ops.push_back(f.linear("moe.shared_experts.w3", tokens, h, width));
+    ModuleOp mul;
+    mul.forward = {f.ew("moe.shared_experts.mul", tokens * width, 2 * a, a)};
+    mul.backward = {f.ew("moe.shared_experts.mul.backward_a", tokens * width, 2 * a, a),
+                    f.ew("moe.shared_experts.mul.backward_b", tokens * width, 2 * a, a)};
+    ops.push_back(mul);
+    ops.push_back(f.linear("moe.shared_experts.w2", tokens, width, h));
+    ModuleOp add;
+    add.forward = {f.ew("moe.shared_experts.add", tokens * h, 2 * a, a)};
+    add.backward = {f.ew("moe.shared_experts.add.backward", tokens * h, a, a, 0)};
+    ops.push_back(add);
+  }
   ModuleOp unpermute;
   // out[t] = sum over its k experts of score x output: read the routed rows, write the tokens.
   unpermute.forward = {f.ew("moe.unpermute", routed * h, a, a / k, 2)};

@@ -41,6 +41,9 @@ struct MoeConfig {
   /// Routed tokens of the busiest expert-parallel rank over the mean (1: balanced routing).
   /// Every rank is priced at the busiest one's load: the all-to-alls wait for it.
   double routing_skew = 1;
+  /// Experts every token runs besides its routed ones (torchtitan's num_shared_experts, as in
+  /// DeepSeek-V3 and Llama 4): one dense SwiGLU MLP of shared_experts x ffn_hidden.
+  int shared_experts = 0;
   bool enabled() const { return experts > 0; }
 };
 

@@ -89,6 +89,21 @@ TEST_F(MoeTest, SkewLoadsTheBusiestRankAndCapacityCutsIt) {
   EXPECT_NEAR(expert_flops(skewed), 1.5 * expert_flops(load({"parallelism.ep=2"})), 1e-6 * expert_flops(skewed));
 }
 
+TEST_F(MoeTest, SharedExpertsRunOnEveryTokenAndCountAsActive) {
+  const Trace plain = load({"fsdp.activation_checkpointing=none"});
+  const Trace shared = load({"fsdp.activation_checkpointing=none", "model.moe.shared_experts=1"});
+  // One more 4096 x 14336 SwiGLU per block, every token through it: 6 x its parameters per token.
+  const double extra = 32 * 3 * 4096.0 * 14336;
+  EXPECT_NEAR((shared.work.model_flops_per_rank - plain.work.model_flops_per_rank) / kTokens, 6 * extra, 1e-6 * extra);
+  double gemm = 0;
+  for (const Op& o : shared.program(0).ops)
+    if (o.kind == OpKind::kernel && shared.names[o.name].find("moe.shared_experts.w") != std::string::npos) {
+      const models::KernelSpec& k = shared.kernels[o.kernel];
+      gemm += 2 * k.param("m") * k.param("n") * k.param("k") * k.param("batch");
+    }
+  EXPECT_NEAR(gemm, 6 * extra * kTokens, 1e-9 * gemm);
+}
+
 TEST_F(MoeTest, BadMixturesNameTheKeyAndTheFix) {
   EXPECT_NE(error({"model.moe.top_k=9"}).find("top_k (9) exceeds the 8 experts"), std::string::npos);
   EXPECT_NE(error({"model.moe.routing_skew=0.5"}).find("model.moe.routing_skew"), std::string::npos);
