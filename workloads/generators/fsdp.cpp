@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <deque>
 #include <map>
 #include <string>
@@ -225,8 +224,8 @@ class FsdpEmitter {
               const YamlReader& reader, const YAML::Node& doc)
       : m_(model), t_(training), c_(fsdp), b_(reader.origin(), job.ranks(), training.cpu_op_gap),
         a_(models::bytes_of(training.param_dtype)), r_(models::bytes_of(training.reduce_dtype)) {
+    par_ = read_parallelism(doc, reader, job.ranks());   // without the section: every rank in dp_shard
     if (doc["parallelism"]) {
-      par_ = read_parallelism(doc, reader, job.ranks());
       check_modelled(par_, reader, doc["parallelism"]);
       tp_ = read_tensor_parallel(doc, reader, par_.tp, m_, doc["parallelism"]["tp"]);
       pipe_ = read_pipeline(doc, reader, par_.pp, m_, t_);
@@ -235,7 +234,6 @@ class FsdpEmitter {
                     "use fsdp.wrap: layer with parallelism.pp");
       make_mesh_groups(par_, reader, doc);
     } else {
-      par_.dp_shard = job.ranks();
       tp_ = read_tensor_parallel(doc, reader, 1, m_, YAML::Node());
       pipe_ = read_pipeline(doc, reader, 1, m_, t_);
       make_groups(job, reader, doc);
@@ -338,6 +336,15 @@ class FsdpEmitter {
       efsdp_group_ = b_.group(std::move(experts.efsdp));
       if (par.ep > 1) ep_group_ = b_.group(std::move(experts.ep));
     }
+    if (m_.tied_embeddings && par.pp > 1) {
+      // Megatron-LM's embedding group: the first and last stage of each pipeline.
+      ProcessGroup g = mesh.group("embedding", {"pp"});
+      for (std::vector<int>& ranks : g.subgroups) {
+        for (std::size_t k = 1; k + 1 < ranks.size(); ++k) g.subgroup_of_rank[static_cast<std::size_t>(ranks[k])] = -1;
+        ranks = {ranks.front(), ranks.back()};
+      }
+      embedding_group_ = b_.group(std::move(g));
+    }
   }
 
   // What the transformer generators do not build yet is refused, not approximated.
@@ -366,8 +373,7 @@ class FsdpEmitter {
   // sync off for every micro-batch and reduce-scatters each unit once after the last backward
   // (perform_reduce_grad); activations go forward and their gradients back over the pp group.
   Trace emit_pipeline(const Block& embedding, const Block& layer, const Block& head) {
-    const DeviceMesh mesh = dense_mesh(par_);
-    const ProcessGroup pp = mesh.group("pp", {"pp"});
+    const ProcessGroup& pp = b_.group_at(pp_group_);
     const int chunks = par_.pp * pipe_.virtual_stages;
     const std::vector<int> first = chunk_first_layers(m_.layers, chunks);
     for (int stage = 0; stage < par_.pp; ++stage) {
@@ -424,18 +430,9 @@ class FsdpEmitter {
   // Tied embeddings across stages, as Megatron-LM keeps them: the last stage holds its own copy
   // of the token embedding as the output projection, and the first and last stages all-reduce
   // the two copies' gradients (its embedding group, finalize_model_grads) before the step.
-  double tied_output_copy() const { return m_.tied_embeddings ? std::ceil(double(m_.vocab) / tp_.tp) * m_.hidden : 0; }
+  double tied_output_copy() const { return m_.tied_embeddings ? vocab_share(m_, tp_) * m_.hidden : 0; }
   void sync_tied_embeddings(int stage) {
-    if (!m_.tied_embeddings || (stage != 0 && stage + 1 != par_.pp)) return;
-    if (embedding_group_ < 0) {
-      const DeviceMesh mesh = dense_mesh(par_);
-      ProcessGroup g = mesh.group("embedding", {"pp"});
-      for (std::vector<int>& ranks : g.subgroups) {
-        for (std::size_t k = 1; k + 1 < ranks.size(); ++k) g.subgroup_of_rank[static_cast<std::size_t>(ranks[k])] = -1;
-        ranks = {ranks.front(), ranks.back()};
-      }
-      embedding_group_ = b_.group(std::move(g));
-    }
+    if (embedding_group_ < 0 || (stage != 0 && stage + 1 != par_.pp)) return;
     // FSDP has reduce-scattered both copies' gradients alike: each rank all-reduces its shard.
     collective(compute_, "tok_embeddings.tied.all_reduce", CollectiveOp::allreduce,
                tied_output_copy() / shard_size_ * r_, embedding_group_);

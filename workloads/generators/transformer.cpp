@@ -260,10 +260,7 @@ bool row_parallel(const std::string& name) {
   return name == "attention.wo" || name == "feed_forward.w2" || name == "feed_forward.fc2";
 }
 
-namespace {
-// A rank's rows of the vocabulary, padded up as Megatron-LM pads it (make-vocab-size-divisible-by).
 double vocab_share(const ModelConfig& m, const TensorParallel& tp) { return std::ceil(double(m.vocab) / tp.tp); }
-}  // namespace
 
 double expert_params(const ModelConfig& m) {
   return m.moe.enabled() ? m.moe.experts * 3.0 * m.hidden * m.ffn_hidden : 0;

@@ -148,6 +148,10 @@ std::vector<int> chunk_first_layers(int layers, int chunks);
 /// @brief Weights of one transformer block (attention, MLP, both norms, biases) a rank holds
 /// under `tp` (the whole block without it).
 double layer_params(const ModelConfig& model, const TensorParallel& tp = {});
+/// @brief A rank's rows of the vocabulary under `tp`, padded up as Megatron-LM pads it
+/// (make-vocab-size-divisible-by).
+double vocab_share(const ModelConfig& model, const TensorParallel& tp);
+
 /// @brief Weights of one block's experts (all of them; an expert-parallel rank holds 1/ep).
 double expert_params(const ModelConfig& model);
 
@@ -274,6 +278,7 @@ class ProgramBuilder {
   void record(int stream, int event) { writer_->record(stream, event); }
   void wait(int stream, int event) { writer_->wait(stream, event); }
   void sync_event(int event) { writer_->sync_event(event); }
+  const ProcessGroup& group_at(int group) const { return trace_.group_at(group); }
   void note(std::string text) { trace_.note(std::move(text)); }
   /// @brief Tokens and model FLOPs (torchtitan's count) per rank per iteration, as Trace::work
   /// and as a note saying how they were counted; `sharers` ranks (a tensor-parallel group)

@@ -22,21 +22,9 @@ constexpr double kExperts = 8 * 3 * 4096.0 * 14336;
 
 class MoeTest : public ::testing::Test {
  protected:
-  Trace load(std::vector<std::string> overrides) {
-    platforms_.push_back(std::make_unique<platforms::Platform>(platforms::load_platform("dgx-h100")));
-    allocations_.push_back(platforms::parse_allocation("", *platforms_.back()));
-    return load_workload("mixtral-8x7b", JobContext{*platforms_.back(), allocations_.back()}, overrides);
-  }
-  std::string error(std::vector<std::string> overrides) {
-    try {
-      load(std::move(overrides));
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "no error";
-  }
-  std::vector<std::unique_ptr<platforms::Platform>> platforms_;
-  std::vector<platforms::Allocation> allocations_;
+  Trace load(std::vector<std::string> overrides) { return job_.load(std::move(overrides)); }
+  std::string error(std::vector<std::string> overrides) { return job_.error(std::move(overrides)); }
+  testing::PresetJob job_{"mixtral-8x7b", {}};
 };
 
 // Expert GEMM FLOPs rank 0 runs.

@@ -1,7 +1,7 @@
 #pragma once
-// Shared by the parallel-layout tests: Llama 3.1 8B (the llama3-8b preset) on dgx-h100 nodes
-// with a micro-batch of one `sequence`-token sequence, no activation checkpointing, and the
-// test's overrides; and what a rank's program issues.
+// Shared by the parallel-layout tests: a workload preset on dgx-h100 nodes with fixed overrides
+// and each test's own (Llama8b: the llama3-8b preset with a micro-batch of one `sequence`-token
+// sequence and no activation checkpointing); and what a rank's program issues.
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,19 +12,17 @@
 
 namespace stepsim::workloads::testing {
 
-class Llama8b {
+class PresetJob {
  public:
-  Llama8b(int sequence, int micro_batches) : sequence_(sequence), micro_batches_(micro_batches) {}
+  PresetJob(std::string preset, std::vector<std::string> base) : preset_(std::move(preset)), base_(std::move(base)) {}
 
   Trace load(std::vector<std::string> overrides, int nodes = 1) {
     platforms::PlatformOptions options;
     options.nodes = nodes;
     platforms_.push_back(std::make_unique<platforms::Platform>(platforms::load_platform("dgx-h100", options)));
     allocations_.push_back(platforms::parse_allocation("", *platforms_.back()));
-    overrides.insert(overrides.begin(), {"training.micro_batch=1", "training.sequence=" + std::to_string(sequence_),
-                                         "training.gradient_accumulation=" + std::to_string(micro_batches_),
-                                         "fsdp.activation_checkpointing=none"});
-    return load_workload("llama3-8b", JobContext{*platforms_.back(), allocations_.back()}, overrides);
+    overrides.insert(overrides.begin(), base_.begin(), base_.end());
+    return load_workload(preset_, JobContext{*platforms_.back(), allocations_.back()}, overrides);
   }
 
   /// @brief The ConfigError's text, or "no error".
@@ -38,9 +36,18 @@ class Llama8b {
   }
 
  private:
-  int sequence_, micro_batches_;
+  std::string preset_;
+  std::vector<std::string> base_;
   std::vector<std::unique_ptr<platforms::Platform>> platforms_;
   std::vector<platforms::Allocation> allocations_;
+};
+
+class Llama8b : public PresetJob {
+ public:
+  Llama8b(int sequence, int micro_batches)
+      : PresetJob("llama3-8b", {"training.micro_batch=1", "training.sequence=" + std::to_string(sequence),
+                                "training.gradient_accumulation=" + std::to_string(micro_batches),
+                                "fsdp.activation_checkpointing=none"}) {}
 };
 
 inline int group_named(const Trace& t, const std::string& name) {
