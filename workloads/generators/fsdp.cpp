@@ -25,6 +25,7 @@
 #include "models/compression/compressed_schedules.hpp"
 #include "models/compute/elementwise.hpp"
 #include "workloads/generators/transformer.hpp"
+#include "workloads/generators/transformer_emitter.hpp"
 #include "workloads/mesh.hpp"
 #include "workloads/pipeline_schedule.hpp"
 #include "workloads/workload.hpp"
@@ -218,12 +219,11 @@ std::vector<std::vector<int>> ranks_by_node(const JobContext& job, const YamlRea
 /// @brief Emits one iteration: one program every rank runs, or with pipeline parallelism one per
 /// stage, which that stage's ranks of every replica share. The device mesh, tensor, context and
 /// expert parallelism are docs/parallelism.md's.
-class FsdpEmitter {
+class FsdpEmitter : public TransformerEmitter {
  public:
   FsdpEmitter(const ModelConfig& model, const TrainingConfig& training, const FsdpConfig& fsdp, const JobContext& job,
               const YamlReader& reader, const YAML::Node& doc)
-      : m_(model), t_(training), c_(fsdp), b_(reader.origin(), job.ranks(), training.cpu_op_gap),
-        a_(models::bytes_of(training.param_dtype)), r_(models::bytes_of(training.reduce_dtype)) {
+      : TransformerEmitter(model, training, job, reader, doc), c_(fsdp) {
     par_ = read_parallelism(doc, reader, job.ranks());   // without the section: every rank in dp_shard
     if (doc["parallelism"]) {
       check_modelled(par_, reader, doc["parallelism"]);
@@ -255,16 +255,16 @@ class FsdpEmitter {
 
   Trace emit() {
     const ContextParallel cp{par_.cp};
-    const Block embedding = embedding_block(m_, t_, false, tp_, cp);
-    const Block layer = layer_block(m_, t_, c_.checkpointing, false, tp_, cp, ExpertParallel{par_.ep});
-    const Block head = head_block(m_, t_, false, tp_, cp);
-    if (par_.pp > 1) return emit_pipeline(embedding, layer, head);
+    const Blocks blocks{embedding_block(m_, t_, false, tp_, cp),
+                        layer_block(m_, t_, c_.checkpointing, false, tp_, cp, ExpertParallel{par_.ep}),
+                        head_block(m_, t_, false, tp_, cp)};
+    if (par_.pp > 1) return emit_pipeline(blocks);
     for (int micro = 0; micro < t_.gradient_accumulation; ++micro) {
-      forward(embedding, layer, head);
-      backward(embedding, layer, head);
+      forward(blocks.embedding, blocks.layer, blocks.head);
+      backward(blocks.embedding, blocks.layer, blocks.head);
     }
     optimizer_step();
-    add_notes(embedding, layer, head);
+    add_notes(blocks.embedding, blocks.layer, blocks.head);
     return b_.finish();
   }
 
@@ -327,24 +327,7 @@ class FsdpEmitter {
       replicate_size_ = par.dp_replicate;
       if (c_.strategy == Strategy::hybrid_shard) replicate_group_ = b_.group(mesh.group("replicate", {"dp_replicate"}));
     }
-    if (par.tp > 1) tp_group_ = b_.group(mesh.group("tp", {"tp"}));
-    if (par.pp > 1) pp_group_ = b_.group(mesh.group("pp", {"pp"}));
-    if (par.cp > 1) cp_group_ = b_.group(mesh.group("cp", {"cp"}));
-    if (m_.moe.enabled()) {
-      ExpertGroups experts = expert_groups(par);
-      efsdp_size_ = static_cast<int>(experts.efsdp.subgroups.front().size());
-      efsdp_group_ = b_.group(std::move(experts.efsdp));
-      if (par.ep > 1) ep_group_ = b_.group(std::move(experts.ep));
-    }
-    if (m_.tied_embeddings && par.pp > 1) {
-      // Megatron-LM's embedding group: the first and last stage of each pipeline.
-      ProcessGroup g = mesh.group("embedding", {"pp"});
-      for (std::vector<int>& ranks : g.subgroups) {
-        for (std::size_t k = 1; k + 1 < ranks.size(); ++k) g.subgroup_of_rank[static_cast<std::size_t>(ranks[k])] = -1;
-        ranks = {ranks.front(), ranks.back()};
-      }
-      embedding_group_ = b_.group(std::move(g));
-    }
+    make_model_parallel_groups(mesh);
   }
 
   // What the transformer generators do not build yet is refused, not approximated.
@@ -372,7 +355,7 @@ class FsdpEmitter {
   // forward (reshard_after_forward is off with PP); torch.distributed.pipelining turns gradient
   // sync off for every micro-batch and reduce-scatters each unit once after the last backward
   // (perform_reduce_grad); activations go forward and their gradients back over the pp group.
-  Trace emit_pipeline(const Block& embedding, const Block& layer, const Block& head) {
+  Trace emit_pipeline(const Blocks& blocks) {
     const ProcessGroup& pp = b_.group_at(pp_group_);
     const int chunks = par_.pp * pipe_.virtual_stages;
     const std::vector<int> first = chunk_first_layers(m_.layers, chunks);
@@ -381,9 +364,9 @@ class FsdpEmitter {
       for (const PipelineAction& a :
            pipeline_actions(pipe_.schedule, par_.pp, pipe_.virtual_stages, t_.gradient_accumulation, stage)) {
         if (a.forward)
-          forward_chunk(a, chunks, first, embedding, layer, head);
+          forward_chunk(a, first, blocks);
         else
-          backward_chunk(a, chunks, first, embedding, layer, head);
+          backward_chunk(a, first, blocks);
       }
       reduce_stage();
       sync_tied_embeddings(stage);
@@ -392,7 +375,7 @@ class FsdpEmitter {
       for (const std::vector<int>& replica : pp.subgroups) ranks.push_back(replica[static_cast<std::size_t>(stage)]);
       b_.next_program(ranks);
     }
-    add_notes(embedding, layer, head);
+    add_notes(blocks.embedding, blocks.layer, blocks.head);
     add_pipeline_note(first);
     return b_.finish();
   }
@@ -408,10 +391,7 @@ class FsdpEmitter {
     previous_copy_out_ = previous_reduce_scatter_ = last_reduction_ = -1;
     free_events_.clear();
     open_streams();
-    send_next_ = b_.stream("pp.send_next");
-    recv_prev_ = b_.stream("pp.recv_prev");
-    send_prev_ = b_.stream("pp.send_prev");
-    recv_next_ = b_.stream("pp.recv_next");
+    open_pipeline_streams();
     const int chunks = static_cast<int>(first.size()) - 1;
     for (int c = stage; c < chunks; c += par_.pp) {
       std::vector<int>& ids = chunk_units_[c];
@@ -430,7 +410,6 @@ class FsdpEmitter {
   // Tied embeddings across stages, as Megatron-LM keeps them: the last stage holds its own copy
   // of the token embedding as the output projection, and the first and last stages all-reduce
   // the two copies' gradients (its embedding group, finalize_model_grads) before the step.
-  double tied_output_copy() const { return m_.tied_embeddings ? vocab_share(m_, tp_) * m_.hidden : 0; }
   void sync_tied_embeddings(int stage) {
     if (embedding_group_ < 0 || (stage != 0 && stage + 1 != par_.pp)) return;
     // FSDP has reduce-scattered both copies' gradients alike: each rank all-reduces its shard.
@@ -438,66 +417,17 @@ class FsdpEmitter {
                tied_output_copy() / shard_size_ * r_, embedding_group_);
   }
 
-  // The activation (or its gradient) one pipeline hop carries: a micro-batch's residual stream,
-  // sequence-sharded under sequence parallelism.
-  Bytes activation_bytes() const {
-    return t_.tokens() / par_.cp * m_.hidden * a_ / (tp_.sequence_parallel ? tp_.tp : 1);
-  }
-
-  // `stream` receives from pp rank `peer`; the compute stream waits for it.
-  void receive(int stream, const std::string& name, int peer) {
-    b_.recv(stream, name, peer, activation_bytes(), pp_group_);
-    const int got = b_.event(name + ".received");
-    b_.record(stream, got);
-    b_.wait(compute_, got);
-  }
-  // `stream` sends to pp rank `peer` what the compute stream has produced so far.
-  void pass_on(int stream, const std::string& name, int peer) {
-    const int ready = b_.event(name + ".ready");
-    b_.record(compute_, ready);
-    b_.wait(stream, ready);
-    b_.send(stream, name, peer, activation_bytes(), pp_group_);
-  }
-
-  void forward_chunk(const PipelineAction& a, int chunks, const std::vector<int>& first, const Block& embedding,
-                     const Block& layer, const Block& head) {
-    const int next = (a.chunk + 1) % par_.pp, prev = (a.chunk + par_.pp - 1) % par_.pp;
-    if (a.chunk > 0) receive(recv_prev_, fmt::format("chunks.{}.activation", a.chunk), prev);
-    const std::vector<int>& ids = chunk_units_.at(a.chunk);
+  // A chunk's root and blocks are gathered as its forward reaches them.
+  void enter_chunk_forward(const PipelineAction& a) override {
+    const int root = chunk_units_.at(a.chunk).front();
     previous_copy_out_ = -1;
-    unshard(ids.front());
-    wait_for_unshard(ids.front(), true);
-    if (a.chunk == 0) run("", embedding.forward);
-    for (std::size_t k = 1; k < ids.size(); ++k) {
-      const int i = first[static_cast<std::size_t>(a.chunk)] + static_cast<int>(k) - 1;
-      unshard(ids[k]);
-      wait_for_unshard(ids[k], true);
-      unshard_experts(i, true);
-      run(layer_prefix(i), layer.forward);
-    }
-    if (a.chunk + 1 == chunks)
-      run("", head.forward);
-    else
-      pass_on(send_next_, fmt::format("chunks.{}.activation", a.chunk + 1), next);
+    unshard(root);
+    wait_for_unshard(root, true);
   }
-
-  void backward_chunk(const PipelineAction& a, int chunks, const std::vector<int>& first, const Block& embedding,
-                      const Block& layer, const Block& head) {
-    const int next = (a.chunk + 1) % par_.pp, prev = (a.chunk + par_.pp - 1) % par_.pp;
-    if (a.chunk + 1 < chunks)
-      receive(recv_next_, fmt::format("chunks.{}.gradient", a.chunk + 1), next);
-    else
-      run("", head.backward);
-    const std::vector<int>& ids = chunk_units_.at(a.chunk);
-    for (std::size_t k = ids.size(); k-- > 1;) {
-      const std::string prefix = layer_prefix(first[static_cast<std::size_t>(a.chunk)] + static_cast<int>(k) - 1);
-      run(prefix, layer.recompute);
-      run(prefix, layer.backward);
-    }
-    if (a.chunk == 0)
-      run("", embedding.backward);
-    else
-      pass_on(send_prev_, fmt::format("chunks.{}.gradient", a.chunk), prev);
+  void enter_layer_forward(const PipelineAction&, int layer) override {
+    unshard(layer_unit_[static_cast<std::size_t>(layer)]);
+    wait_for_unshard(layer_unit_[static_cast<std::size_t>(layer)], true);
+    unshard_experts(layer, true);
   }
 
   // After the last micro-batch: every unit's gradients, last block first, chunk by chunk from
@@ -563,66 +493,12 @@ class FsdpEmitter {
     units_.push_back({fmt::format("layers.{}.moe.experts", i), expert_params(m_) / par_.ep, reshard_after_forward,
                       State::sharded, efsdp_group_, efsdp_size_});
   }
-  static std::string layer_prefix(int layer) { return fmt::format("layers.{}.", layer); }
-
-  // ProcessGroupNCCL (torch 2.6 and before) runs every collective of a process group on the
-  // group's one internal NCCL stream, after that stream waits for the issuing one, and makes the
-  // issuing stream wait for it (async_op=False): a group's collectives serialize in issue order.
-  // FSDP2's reduce-scatter writes a new shard tensor (out of place; on one GPU, NCCL's local
-  // copy); its all-gather input is a view of the output and its all-reduces are in place.
-  void collective(int stream, const std::string& name, CollectiveOp op, Bytes bytes, int group) {
-    const std::string prefix = group == replicate_group_ ? "replicate"
-                               : group == tp_group_      ? "tp"
-                               : group == pp_group_      ? "pp"
-                               : group == cp_group_      ? "cp"
-                               : group == ep_group_      ? "ep"
-                               : group == embedding_group_ ? "embedding"
-                               : group == efsdp_group_ && efsdp_group_ != shard_group_ ? "efsdp"
-                                                                                        : "fsdp";
-    const int nccl = b_.stream(prefix + ".nccl");
-    const int in = b_.event(prefix + ".nccl.in"), out = b_.event(prefix + ".nccl.out");
-    b_.record(stream, in);
-    b_.wait(nccl, in);
-    b_.collective(nccl, name, op, bytes, group, c_.algorithm, options(op, bytes, group),
-                  op != CollectiveOp::reduce_scatter);
-    b_.record(nccl, out);
-    b_.wait(stream, out);
-  }
-
-  // A block's kernels on the compute stream; its tensor- and context-parallel collectives on
-  // the tp and cp groups, which the compute stream waits for (torchtitan issues them
-  // synchronously).
-  void run(const std::string& prefix, const Kernels& kernels) {
-    for (const Kernel& k : kernels) {
-      if (k.after >= 0) b_.wait(compute_, b_.event(fmt::format("async_tp.{}", k.after)));
-      if (k.comm && k.comm->tag >= 0)
-        async_chunk(prefix + k.name, *k.comm);
-      else if (k.comm)
-        collective(compute_, prefix + k.name, k.comm->op, k.comm->bytes,
-                   k.comm->group == Comm::Group::cp   ? cp_group_
-                   : k.comm->group == Comm::Group::ep ? ep_group_
-                                                      : tp_group_);
-      else if (!k.is_wait())
-        b_.kernel(compute_, prefix, k);
-    }
-  }
-
-  // An async-TP chunk: on the tp stream once the compute stream has reached this point, without
-  // the compute stream waiting; its completion is event async_tp.<tag>.
-  void async_chunk(const std::string& name, const Comm& comm) {
-    const int nccl = b_.stream("tp.nccl");
-    const int in = b_.event("tp.nccl.in");
-    b_.record(compute_, in);
-    b_.wait(nccl, in);
-    b_.collective(nccl, name, comm.op, comm.bytes, tp_group_, c_.algorithm, options(comm.op, comm.bytes, tp_group_),
-                  comm.op != CollectiveOp::reduce_scatter);
-    b_.record(nccl, b_.event(fmt::format("async_tp.{}", comm.tag)));
-  }
 
   // The collective's algorithm options: fsdp.collectives' channels, and fsdp.compression's codec
   // for the shard group's all-gathers / reduce-scatters (collective mode: those of at least the
   // threshold; p2p: all, the threshold then deciding per message).
-  models::AlgorithmOptions options(CollectiveOp op, Bytes bytes, int group) {
+  const std::string& algorithm() const override { return c_.algorithm; }
+  models::AlgorithmOptions options(CollectiveOp op, Bytes bytes, int group) override {
     models::AlgorithmOptions o;
     o.channels = c_.channels;
     const FsdpCompression& z = c_.compression;
@@ -793,14 +669,8 @@ class FsdpEmitter {
     const double local = par_.pp > 1 ? stage_local_params_ : total_params(m_, t_, tp_) / shard_size_;
     b_.kernels(compute_, "", clip_norm_kernels(t_, local));
     // The total norm is a partial sum over the shards: DTensor all-reduces one fp32 within the
-    // shard group (replicated gradients need none), and over tp for tensor-parallel weights.
-    if (t_.max_norm > 0 && c_.strategy != Strategy::no_shard)
-      collective(compute_, "clip_grad_norm.all_reduce", CollectiveOp::allreduce, 4, shard_group_);
-    if (t_.max_norm > 0 && tp_group_ >= 0)
-      collective(compute_, "clip_grad_norm.tp.all_reduce", CollectiveOp::allreduce, 4, tp_group_);
-    // torchtitan's clip_grad_norm_ sums the stages' norms over the pp group.
-    if (t_.max_norm > 0 && pp_group_ >= 0)
-      collective(compute_, "clip_grad_norm.pp.all_reduce", CollectiveOp::allreduce, 4, pp_group_);
+    // shard group (replicated gradients need none), over tp and over pp.
+    clip_norm_all_reduces(c_.strategy != Strategy::no_shard ? shard_group_ : -1);
     b_.kernels(compute_, "", clip_scale_kernels(t_, local));
     b_.kernels(compute_, "", optimizer_kernels(t_, local));
   }
@@ -860,37 +730,16 @@ class FsdpEmitter {
                                                                   : ""));
   }
 
-  void add_tp_note(const Block& layer) {
-    const auto forward = layer.forward.size() - kernel_count(layer.forward);
-    const auto backward = layer.backward.size() - kernel_count(layer.backward);
-    b_.note(fmt::format("tensor parallelism over {} ranks ({}): {} collectives per block forward, {} backward, each of "
-                        "micro_batch x sequence x hidden activations; {:.4g} of the block's {:.4g} parameters per "
-                        "rank; vocabulary-parallel embedding, output and loss",
-                        tp_.tp, tp_.sequence_parallel ? "with sequence parallelism" : "without sequence parallelism",
-                        forward, backward, layer_params(m_, tp_), layer_params(m_)));
-  }
-
-  const ModelConfig& m_;
-  const TrainingConfig& t_;
   const FsdpConfig& c_;
-  Parallelism par_;
-  TensorParallel tp_;
-  PipelineConfig pipe_;
-  ProgramBuilder b_;
-  double a_;   ///< bytes per parameter in param_dtype
-  double r_;   ///< bytes per gradient in reduce_dtype
   std::vector<Unit> units_;
-  int shard_group_ = -1, replicate_group_ = -1, tp_group_ = -1, pp_group_ = -1, cp_group_ = -1;
-  int send_next_ = -1, recv_prev_ = -1, send_prev_ = -1, recv_next_ = -1;   ///< pipeline p2p streams
+  int shard_group_ = -1, replicate_group_ = -1;
   std::map<int, std::vector<int>> chunk_units_;   ///< pipeline: chunk -> its units (root first)
   double stage_local_params_ = 0;                 ///< pipeline: the stage's parameter shards per rank
   std::vector<int> chunk_first_;                  ///< pipeline: chunk_first_layers
   std::vector<int> layer_unit_;                   ///< per block: its unit
   std::vector<int> expert_unit_;                  ///< per block: its experts' unit (MoE), or -1
-  int ep_group_ = -1, efsdp_group_ = -1, efsdp_size_ = 0;
-  int embedding_group_ = -1;                      ///< pipeline with tied embeddings: first and last stage
   int shard_size_ = 1, replicate_size_ = 1;
-  int compute_ = -1, all_gather_ = -1, reduce_scatter_ = -1, all_reduce_ = -1;
+  int all_gather_ = -1, reduce_scatter_ = -1, all_reduce_ = -1;
   int previous_copy_out_ = -1;        ///< FSDP2 all_gather_state: last forward copy-out
   int previous_reduce_scatter_ = -1;  ///< FSDP2 reduce_scatter_state
   int last_reduction_ = -1;
