@@ -24,6 +24,7 @@
 
 #include "models/compression/compressed_schedules.hpp"
 #include "models/compute/elementwise.hpp"
+#include "workloads/generators/megatron.hpp"
 #include "workloads/generators/transformer.hpp"
 #include "workloads/generators/transformer_emitter.hpp"
 #include "workloads/mesh.hpp"
@@ -755,9 +756,18 @@ class FsdpGenerator : public Generator {
   Trace generate(const YAML::Node& doc, const YamlReader& reader, const JobContext& job) const override {
     reader.check_keys(doc, "",
                       {"version", "kind", "description", "model", "training", "fsdp", "parallelism", "tensor_parallel",
-                       "pipeline"});
+                       "pipeline", "framework", "megatron"});
     const ModelConfig model = read_model(doc, reader);
     const TrainingConfig training = read_training(doc, reader);
+    const bool megatron =
+        doc["framework"] && reader.get_choice(doc["framework"], "framework", {"torchtitan", "megatron"}) == "megatron";
+    if (megatron && doc["fsdp"])
+      reader.fail("fsdp", doc["fsdp"], "framework: megatron shards with Megatron-LM's distributed optimizer, not FSDP",
+                  "replace the fsdp: section with megatron: {distributed_optimizer: true, ...} (docs/parallelism.md)");
+    if (!megatron && doc["megatron"])
+      reader.fail("megatron", doc["megatron"], "the megatron: section configures framework: megatron",
+                  "add framework: megatron, or drop the megatron: section");
+    if (megatron) return megatron_iteration(doc, reader, job, model, training);
     const FsdpConfig fsdp = read_fsdp(doc, reader, training);
     return FsdpEmitter(model, training, fsdp, job, reader, doc).emit();
   }
