@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -229,12 +228,13 @@ class MegatronEmitter : public TransformerEmitter {
       if (buckets[k].lowest == lowest) reduce_bucket(a.chunk, static_cast<int>(k));
   }
   // start_grad_sync: scale the fp32 gradients by 1/dp, then reduce-scatter (distributed
-  // optimizer) or all-reduce them, async on the dp group (bucket_size pieces each).
+  // optimizer) or all-reduce them, async on the dp group.
   void reduce_bucket(int chunk, int k) {
     const Bucket& bucket = buckets_.at(chunk)[static_cast<std::size_t>(k)];
     const std::string name = fmt::format("chunks.{}.bucket{}.", chunk, k);
     b_.kernel(compute_, name, {"grad_scale", elementwise(models::Dtype::fp32, bucket.params, r_, r_, 1)});
-    const int pieces = c_.overlap_grad_reduce ? static_cast<int>(std::ceil(bucket.params / bucket_size_)) : 1;
+    // A bucket here closes at a block boundary, so may hold what Megatron splits into several.
+    const int pieces = c_.overlap_grad_reduce ? std::max(1, static_cast<int>(bucket.params / bucket_size_)) : 1;
     const CollectiveOp op = c_.distributed_optimizer ? CollectiveOp::reduce_scatter : CollectiveOp::allreduce;
     for (int p = 0; p < pieces; ++p)
       async_collective(name + (pieces > 1 ? fmt::format("grad_sync{}", p) : "grad_sync"), op,
