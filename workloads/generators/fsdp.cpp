@@ -239,6 +239,7 @@ class FsdpEmitter : public TransformerEmitter {
       pipe_ = read_pipeline(doc, reader, 1, m_, t_);
       make_groups(job, reader, doc);
     }
+    cp_ = read_context_parallel(doc, reader, par_.cp);
     if (m_.moe.enabled()) {
       if (!c_.wrap_layers || c_.strategy == Strategy::no_shard)
         reader.fail("fsdp", doc["fsdp"], "MoE blocks shard their experts as units of their own (torchtitan)",
@@ -255,10 +256,9 @@ class FsdpEmitter : public TransformerEmitter {
   }
 
   Trace emit() {
-    const ContextParallel cp{par_.cp};
-    const Blocks blocks{embedding_block(m_, t_, false, tp_, cp),
-                        layer_block(m_, t_, c_.checkpointing, false, tp_, cp, ExpertParallel{par_.ep}),
-                        head_block(m_, t_, false, tp_, cp)};
+    const Blocks blocks{embedding_block(m_, t_, false, tp_, cp_),
+                        layer_block(m_, t_, c_.checkpointing, false, tp_, cp_, ExpertParallel{par_.ep}),
+                        head_block(m_, t_, false, tp_, cp_)};
     if (par_.pp > 1) return emit_pipeline(blocks);
     for (int micro = 0; micro < t_.gradient_accumulation; ++micro) {
       forward(blocks.embedding, blocks.layer, blocks.head);
@@ -732,6 +732,7 @@ class FsdpEmitter : public TransformerEmitter {
   }
 
   const FsdpConfig& c_;
+  ContextParallel cp_;
   std::vector<Unit> units_;
   int shard_group_ = -1, replicate_group_ = -1;
   std::map<int, std::vector<int>> chunk_units_;   ///< pipeline: chunk -> its units (root first)
@@ -756,7 +757,7 @@ class FsdpGenerator : public Generator {
   Trace generate(const YAML::Node& doc, const YamlReader& reader, const JobContext& job) const override {
     reader.check_keys(doc, "",
                       {"version", "kind", "description", "model", "training", "fsdp", "parallelism", "tensor_parallel",
-                       "pipeline", "framework", "megatron"});
+                       "pipeline", "context_parallel", "framework", "megatron"});
     const ModelConfig model = read_model(doc, reader);
     const TrainingConfig training = read_training(doc, reader);
     const bool megatron =

@@ -125,6 +125,10 @@ class MegatronEmitter : public TransformerEmitter {
     if (m_.moe.enabled())
       reader.fail("model.moe", doc["model"]["moe"], "Megatron-LM's MoE layers (token dispatchers) are not modelled yet",
                   "use framework: torchtitan for a model with model.moe");
+    if (doc["context_parallel"])
+      reader.fail("context_parallel", doc["context_parallel"],
+                  "Megatron-LM's context parallelism (Transformer Engine's ring attention) is not modelled yet",
+                  "drop the context_parallel section, or use framework: torchtitan");
     if (par_.cp > 1)
       refuse("cp", "Megatron-LM's context parallelism (Transformer Engine's ring attention) is not modelled yet",
              "set parallelism.cp to 1, or use framework: torchtitan");

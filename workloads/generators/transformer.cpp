@@ -112,6 +112,21 @@ TrainingConfig read_training(const YAML::Node& doc, const YamlReader& reader) {
   return t;
 }
 
+ContextParallel read_context_parallel(const YAML::Node& doc, const YamlReader& reader, int cp) {
+  ContextParallel out{cp, false};
+  const YAML::Node section = doc["context_parallel"];
+  if (!section) return out;
+  if (!section.IsMap())
+    reader.fail("context_parallel", section, "expected a section", "write e.g. context_parallel: {rotate_method: alltoall}");
+  reader.check_keys(section, "context_parallel", {"rotate_method"});
+  if (cp == 1)
+    reader.fail("context_parallel", section, "context_parallel configures parallelism.cp, which is 1",
+                "set parallelism.cp > 1, or drop the context_parallel section");
+  if (const YAML::Node n = section["rotate_method"])
+    out.all_to_all = reader.get_choice(n, "context_parallel.rotate_method", {"allgather", "alltoall"}) == "alltoall";
+  return out;
+}
+
 TensorParallel read_tensor_parallel(const YAML::Node& doc, const YamlReader& reader, int tp, const ModelConfig& m,
                                     const YAML::Node& tp_node) {
   TensorParallel out;
@@ -365,6 +380,97 @@ void moe_mlp(const OpFactory& f, const ModelConfig& m, double tokens, const Expe
 
 }  // namespace
 
+namespace {
+
+ModuleOp sdpa(models::KernelSpec spec) {
+  ModuleOp op;
+  op.attention = true;
+  op.forward = {{"attention.sdpa", spec}};
+  spec.params["backward"] = 1;
+  op.backward = {{"attention.sdpa.backward", spec}};
+  return op;
+}
+
+// torch's ring attention (_templated_ring_attention and its backward, torch/distributed/tensor/
+// experimental/_attention.py) over a rank's `tokens` queries, keys and values of `width`
+// (heads x head_dim) each. Step 0 attends the local chunks causally; step i > 0 attends them to
+// the keys and values of rank r - i: with the head-tail balancer either all queries to half the
+// keys or half the queries to all of them, the same work, without the causal mask. Each step
+// first concatenates K and V into the buffer it passes on (all-gathered once at step 0, or sent
+// to the next rank with alltoall) and merges its output into an fp32 running one by the
+// logsumexp (out - sigmoid(lse_b - lse) (out - out_b), lse - logsigmoid(lse - lse_b)).
+// Backward rotates K and V again and the fp32 K/V gradients rank to rank at every step
+// (always alltoall), accumulating each step's gradients in fp32.
+ModuleOp ring_attention(const OpFactory& f, const models::KernelSpec& local, double tokens, double width,
+                        const ContextParallel& cp) {
+  constexpr int kTags = 2000;   // clear of async TP's and Megatron's tags
+  const double a = f.act(), e = tokens * width, lse = tokens * local.param("heads");
+  const Bytes kv = 2 * e * a, grad_kv = 2 * e * 4;
+  auto comm = [&](const std::string& name, models::CollectiveOp op, Bytes bytes, int tag) {
+    Kernel k = OpFactory::comm(name, op, bytes, Comm::Group::cp);
+    k.comm->tag = kTags + tag;
+    return k;
+  };
+  auto step_spec = [&](int step, bool backward) {
+    models::KernelSpec s = local;
+    if (step > 0) {
+      s.params["seq_kv"] /= 2;
+      s.params["causal"] = 0;
+    }
+    s.params["backward"] = backward ? 1 : 0;
+    return s;
+  };
+  // The key/value exchange that step i issues, and the wait step i + 1 does for it.
+  auto rotate = [&](Kernels& out, const std::string& pass, int step, int tag_base) {
+    out.push_back(f.ew(fmt::format("attention.cp.{}step{}.cat_kv", pass, step), 2 * e, a, a, 0));
+    if (cp.all_to_all)
+      out.push_back(comm(fmt::format("attention.cp.{}step{}.send_kv", pass, step), models::CollectiveOp::sendrecv, kv,
+                         tag_base + step));
+    else if (step == 0)
+      out.push_back(comm(fmt::format("attention.cp.{}all_gather_kv", pass), models::CollectiveOp::allgather,
+                         kv * cp.cp, tag_base));
+  };
+  auto wait_kv = [&](Kernels& out, int step, int tag_base) {
+    if (cp.all_to_all || step == 1) out.push_back(Kernel::wait_for(kTags + tag_base + (cp.all_to_all ? step - 1 : 0)));
+  };
+  ModuleOp op;
+  op.attention = true;
+  for (int i = 0; i < cp.cp; ++i) {
+    const std::string at = fmt::format("attention.cp.step{}.", i);
+    if (i > 0) wait_kv(op.forward, i, 0);
+    if (i + 1 < cp.cp) rotate(op.forward, "", i, 0);
+    op.forward.push_back({at + "sdpa", step_spec(i, false)});
+    op.forward.push_back(f.ew(at + "merge.float", e, a, 4, 0));
+    if (i == 0) continue;
+    op.forward.insert(op.forward.end(),
+                      {f.ew(at + "merge.lse_diff", lse, 8, 4), f.ew(at + "merge.sigmoid", lse, 4, 4, 4),
+                       f.ew(at + "merge.out_diff", e, 8, 4), OpFactory::strided(f.ew(at + "merge.scale", e, 8, 4)),
+                       f.ew(at + "merge.out", e, 8, 4), f.ew(at + "merge.lse_logsigmoid", lse, 8, 4, 4),
+                       f.ew(at + "merge.lse", lse, 8, 4)});
+  }
+  op.forward.push_back(f.ew("attention.cp.out.to", e, 4, a, 0));
+  const int grad_tags = cp.cp;   // the kv exchanges use 0 .. cp - 1, the gradients' cp .. 2 cp - 1
+  Kernels& b = op.backward;
+  b = {f.ew("attention.cp.backward.zeros_q", e, 0, 4, 0), f.ew("attention.cp.backward.zeros_kv", 2 * e, 0, 4, 0)};
+  for (int i = 0; i < cp.cp; ++i) {
+    const std::string at = fmt::format("attention.cp.backward.step{}.", i);
+    if (i > 0) wait_kv(b, i, 0);
+    if (i + 1 < cp.cp) rotate(b, "backward.", i, 0);
+    b.push_back({at + "sdpa", step_spec(i, true)});
+    if (i > 0) b.push_back(Kernel::wait_for(kTags + grad_tags + i - 1));
+    b.push_back(f.ew(at + "accumulate_kv", 2 * e, 4 + a, 4));
+    b.push_back(f.ew(at + "cat_grad_kv", 2 * e, 4, 4, 0));
+    b.push_back(comm(at + "send_grad_kv", models::CollectiveOp::sendrecv, grad_kv, grad_tags + i));
+    b.push_back(f.ew(at + "accumulate_q", e, 4 + a, 4));
+  }
+  b.push_back(f.ew("attention.cp.backward.grad_q.to", e, 4, a, 0));
+  b.push_back(Kernel::wait_for(kTags + grad_tags + cp.cp - 1));
+  b.push_back(f.ew("attention.cp.backward.grad_kv.to", 2 * e, 4, a, 0));
+  return op;
+}
+
+}  // namespace
+
 Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing checkpointing, bool cast_weights,
                   const TensorParallel& tp, const ContextParallel& cp, const ExpertParallel& ep) {
   const OpFactory f(m, t);
@@ -408,36 +514,14 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     ops.push_back(repeat);
   }
   {
-    ModuleOp sdpa;
-    sdpa.attention = true;
     models::KernelSpec spec;
     spec.kind = "attention";
     spec.dtype = t.param_dtype;
     // K and V reach SDPA already expanded to `heads` heads by repeat_kv.
-    // Under context parallelism a rank's queries attend to the whole, gathered sequence.
     spec.params = {{"batch", double(t.micro_batch)}, {"heads", heads}, {"kv_heads", heads},
-                   {"seq_q", double(t.sequence) / cp.cp}, {"seq_kv", double(t.sequence)},
+                   {"seq_q", tokens / t.micro_batch}, {"seq_kv", tokens / t.micro_batch},
                    {"head_dim", double(m.head_dim())}, {"causal", 1}, {"backward", 0}};
-    if (cp.cp > 1) {
-      // K and V (expanded to the rank's query heads) all-gathered over cp before SDPA, and again
-      // in backward, where their gradients are reduce-scattered back.
-      const Bytes kv = double(t.micro_batch) * t.sequence * d.q * a;
-      for (const char* which : {"k", "v"})
-        sdpa.forward.push_back(OpFactory::comm(std::string("attention.cp_") + which + ".all_gather",
-                                               models::CollectiveOp::allgather, kv, Comm::Group::cp));
-      for (const char* which : {"k", "v"})
-        sdpa.backward.push_back(OpFactory::comm(std::string("attention.cp_") + which + ".backward_all_gather",
-                                                models::CollectiveOp::allgather, kv, Comm::Group::cp));
-    }
-    sdpa.forward.push_back({"attention.sdpa", spec});
-    spec.params["backward"] = 1;
-    sdpa.backward.push_back({"attention.sdpa.backward", spec});
-    if (cp.cp > 1)
-      for (const char* which : {"k", "v"})
-        sdpa.backward.push_back(OpFactory::comm(std::string("attention.cp_") + which + ".grad_reduce_scatter",
-                                                models::CollectiveOp::reduce_scatter,
-                                                double(t.micro_batch) * t.sequence * d.q * a, Comm::Group::cp));
-    ops.push_back(sdpa);
+    ops.push_back(cp.cp > 1 ? ring_attention(f, spec, tokens, d.q, cp) : sdpa(spec));
   }
   {
     // output.transpose(1, 2).contiguous(); the backward copies the gradient back.

@@ -115,13 +115,21 @@ struct ExpertParallel {
 };
 
 /// @brief Context parallelism over `cp` ranks as torchtitan applies it (torch's context_parallel
-/// around SDPA, the head-tail load balancer, KV rotated by all-gather, torch's default): every
-/// rank holds sequence/cp tokens of each sequence (two chunks, one from each end, so causal work
-/// is even); each SDPA all-gathers its keys and values over cp and attends its queries to the
-/// whole sequence; backward all-gathers them again and reduce-scatters their gradients.
+/// around SDPA with the head-tail load balancer; torch/distributed/tensor/experimental/
+/// _attention.py): every rank holds sequence/cp tokens of each sequence (two chunks, one from
+/// each end, so causal work is even) and runs SDPA as a ring of cp steps, its queries against
+/// one rank's keys and values per step, merging the partial outputs by their logsumexp. The
+/// keys and values reach it by one all-gather (rotate method allgather, torch's and
+/// torchtitan's default) or rank to rank, one step ahead (alltoall); their gradients travel
+/// rank to rank in fp32.
 struct ContextParallel {
   int cp = 1;
+  bool all_to_all = false;   ///< rotate_method alltoall: KV passed rank to rank under each step
 };
+
+/// @brief Reads `context_parallel:` (rotate_method: allgather | alltoall) for `cp` ranks; the
+/// section needs cp > 1.
+ContextParallel read_context_parallel(const YAML::Node& doc, const platforms::YamlReader& reader, int cp);
 
 /// @brief Reads `tensor_parallel:` (keys and defaults in docs/parallelism.md) for `tp` ranks:
 /// heads and kv_heads must divide by tp, and so must ffn_hidden and vocab.

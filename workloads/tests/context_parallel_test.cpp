@@ -1,6 +1,6 @@
-// Context parallelism in the fsdp generator (parallelism.cp): the cp groups, the K/V
-// all-gathers and gradient reduce-scatters per layer counted and sized by hand, SDPA's local
-// queries against the whole sequence, and the token and GEMM shares.
+// Context parallelism in the fsdp generator (parallelism.cp, context_parallel): the cp groups,
+// the ring attention's K/V and gradient exchanges per layer counted and sized by hand for both
+// rotate methods, its steps' share of the causal work, and the token and GEMM shares.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -20,7 +20,19 @@ constexpr double kKv = kSequence * 4096 * 2;   // K or V of the whole sequence, 
 using testing::gemm_flops;
 using testing::group_named;
 
-TEST(ContextParallel, KeysAndValuesAreGatheredOverTheSequence) {
+// The attention work a rank's SDPA kernels do, in query x key pairs (a causal block counts half).
+double attention_pairs(const Trace& t, int rank, bool backward) {
+  double pairs = 0;
+  for (const Op& o : t.program(rank).ops)
+    if (o.kind == OpKind::kernel && o.kernel >= 0 && t.kernels[o.kernel].kind == "attention") {
+      const models::KernelSpec& k = t.kernels[o.kernel];
+      if ((k.param("backward") > 0) == backward)
+        pairs += k.param("seq_q") * k.param("seq_kv") * (k.param("causal") > 0 ? 0.5 : 1);
+    }
+  return pairs;
+}
+
+TEST(ContextParallel, KeysAndValuesAreGatheredOnceAndTheirGradientsPassedOn) {
   testing::Llama8b job(4096, 1);
   const Trace t = job.load({"parallelism.cp=2"});
   const int cp = group_named(t, "cp");
@@ -28,17 +40,29 @@ TEST(ContextParallel, KeysAndValuesAreGatheredOverTheSequence) {
   EXPECT_EQ(t.groups[cp].subgroups.front(), (std::vector<int>{0, 1}));
   // FSDP shards over dp_shard x cp: all 8 ranks.
   EXPECT_EQ(t.groups[group_named(t, "fsdp")].subgroups.front().size(), 8u);
-  // Per block: K and V gathered in forward and again in backward; their gradients reduce-scattered.
-  EXPECT_EQ(testing::count(t, 0, cp, CollectiveOp::allgather, kKv), 4 * kLayers);
-  EXPECT_EQ(testing::count(t, 0, cp, CollectiveOp::reduce_scatter, kKv), 2 * kLayers);
-  bool checked = false;
-  for (const models::KernelSpec& k : t.kernels)
-    if (k.kind == "attention") {
-      EXPECT_DOUBLE_EQ(k.param("seq_q"), kSequence / 2);
-      EXPECT_DOUBLE_EQ(k.param("seq_kv"), kSequence);
-      checked = true;
-    }
-  EXPECT_TRUE(checked);
+  // Per block: the local K and V (kKv together) all-gathered in forward and again in backward;
+  // their fp32 gradients passed to the next rank at each of the cp steps.
+  EXPECT_EQ(testing::count(t, 0, cp, CollectiveOp::allgather, 2 * kKv), 2 * kLayers);
+  EXPECT_EQ(testing::count(t, 0, cp, CollectiveOp::sendrecv, 2 * kKv), 2 * kLayers);
+  EXPECT_EQ(testing::count(t, 0, cp, CollectiveOp::reduce_scatter), 0);
+  // The ring's steps do the rank's 1/cp of the causal work: S^2 / (2 cp) pairs per block.
+  EXPECT_DOUBLE_EQ(attention_pairs(t, 0, false), kLayers * kSequence * kSequence / 4);
+  EXPECT_DOUBLE_EQ(attention_pairs(t, 0, true), kLayers * kSequence * kSequence / 4);
+}
+
+TEST(ContextParallel, AllToAllRotationPassesKeysAndValuesRankToRank) {
+  testing::Llama8b job(4096, 1);
+  const Trace t = job.load({"parallelism.cp=4", "context_parallel.rotate_method=alltoall"});
+  const int cp = group_named(t, "cp");
+  const double kv = kKv / 2;   // K and V of the rank's 1024 tokens
+  // cp - 1 K/V passes in forward and again in backward, cp fp32 gradient passes.
+  EXPECT_EQ(testing::count(t, 0, cp, CollectiveOp::sendrecv, kv), 2 * 3 * kLayers);
+  EXPECT_EQ(testing::count(t, 0, cp, CollectiveOp::sendrecv, 2 * kv), 4 * kLayers);
+  EXPECT_EQ(testing::count(t, 0, cp, CollectiveOp::allgather), 0);
+  EXPECT_DOUBLE_EQ(attention_pairs(t, 0, false), kLayers * kSequence * kSequence / 8);
+  EXPECT_NE(job.error({"context_parallel.rotate_method=ring", "parallelism.cp=2"}).find("context_parallel.rotate_method"),
+            std::string::npos);
+  EXPECT_NE(job.error({"context_parallel.rotate_method=alltoall"}).find("context_parallel"), std::string::npos);
 }
 
 TEST(ContextParallel, EveryTokenWiseOpRunsOnTheRanksShare) {
