@@ -121,9 +121,9 @@ void ProgramWriter::gap() {
   if (cpu_op_gap_ > 0) push(Op{.kind = OpKind::cpu, .name = trace_.name("cpu.op_gap"), .duration = cpu_op_gap_});
 }
 
-void ProgramWriter::kernel(int stream, const std::string& name, const models::KernelSpec& spec) {
+void ProgramWriter::kernel(int stream, const std::string& name, const models::KernelSpec& spec, bool host_gap) {
   const int kernel = trace_.kernel(spec, trace_.origin() + ": generated kernel '" + name + "'");
-  gap();
+  if (host_gap) gap();
   push(Op{.kind = OpKind::kernel, .stream = stream, .name = trace_.name(name), .kernel = kernel});
 }
 

@@ -51,7 +51,7 @@ class TraceBuilder {
 
 /// @brief One program under construction. Every kernel, collective, send, recv and host copy
 /// is preceded by a `cpu` op of `cpu_op_gap` (PyTorch's per-op host time, Lin et al.'s T1)
-/// when it is > 0.
+/// when it is > 0, except kernels launched without one (`host_gap` false: a compiled graph's).
 class ProgramWriter {
  public:
   ProgramWriter(TraceBuilder& trace, Seconds cpu_op_gap);
@@ -62,7 +62,7 @@ class ProgramWriter {
   /// @brief A new event, even where one of that name exists.
   int new_event(const std::string& name);
 
-  void kernel(int stream, const std::string& name, const models::KernelSpec& spec);
+  void kernel(int stream, const std::string& name, const models::KernelSpec& spec, bool host_gap = true);
   /// @brief A kernel of a given device time (a trace file's `gpu:` op).
   void timed_kernel(int stream, const std::string& name, Seconds duration);
   void collective(int stream, const std::string& name, const CollectiveCall& call);

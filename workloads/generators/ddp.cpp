@@ -196,6 +196,9 @@ class DdpGenerator : public Generator {
     reader.check_keys(doc, "", {"version", "kind", "description", "model", "training", "ddp"});
     const ModelConfig model = read_model(doc, reader);
     const TrainingConfig training = read_training(doc, reader);
+    if (training.float8 != Float8::none)
+      reader.fail("training.float8", doc["training"]["float8"], "Float8 linears are modelled with FSDP (torchtitan) only",
+                  "use kind: fsdp for Float8 training, or set training.float8: none");
     if (training.reduce_dtype != models::Dtype::fp32)
       reader.fail("training.reduce_dtype", doc["training"]["reduce_dtype"],
                   "DDP all-reduces gradients in the fp32 parameters' dtype",

@@ -229,6 +229,10 @@ class FsdpEmitter : public TransformerEmitter {
     if (doc["parallelism"]) {
       check_modelled(par_, reader, doc["parallelism"]);
       tp_ = read_tensor_parallel(doc, reader, par_.tp, m_, doc["parallelism"]["tp"]);
+      if (tp_.async && !t_.compile)   // torchtitan: "Async TP requires --training.compile"
+        reader.fail("tensor_parallel.async", doc["tensor_parallel"]["async"],
+                    "torchtitan runs async TP as a torch.compile pass (micro_pipeline_tp)",
+                    "set training.compile: true with tensor_parallel.async");
       pipe_ = read_pipeline(doc, reader, par_.pp, m_, t_);
       if (par_.pp > 1 && !c_.wrap_layers)
         reader.fail("fsdp.wrap", doc["fsdp"]["wrap"], "pipeline stages shard each of their blocks (torchtitan)",
@@ -240,6 +244,9 @@ class FsdpEmitter : public TransformerEmitter {
       make_groups(job, reader, doc);
     }
     cp_ = read_context_parallel(doc, reader, par_.cp);
+    if (m_.moe.enabled() && t_.compile)
+      reader.fail("training.compile", doc["training"]["compile"], "torch.compile of MoE blocks is not modelled yet",
+                  "set training.compile: false for a model with model.moe");
     if (m_.moe.enabled()) {
       if (!c_.wrap_layers || c_.strategy == Strategy::no_shard)
         reader.fail("fsdp", doc["fsdp"], "MoE blocks shard their experts as units of their own (torchtitan)",

@@ -125,6 +125,10 @@ class MegatronEmitter : public TransformerEmitter {
     if (m_.moe.enabled())
       reader.fail("model.moe", doc["model"]["moe"], "Megatron-LM's MoE layers (token dispatchers) are not modelled yet",
                   "use framework: torchtitan for a model with model.moe");
+    if (t_.compile)
+      reader.fail("training.compile", doc["training"]["compile"],
+                  "framework: megatron runs Transformer Engine's fused kernels, not torch.compile",
+                  "drop training.compile (and training.float8: Transformer Engine's FP8 is not modelled yet)");
     if (doc["context_parallel"])
       reader.fail("context_parallel", doc["context_parallel"],
                   "Megatron-LM's context parallelism (Transformer Engine's ring attention) is not modelled yet",

@@ -89,7 +89,7 @@ TrainingConfig read_training(const YAML::Node& doc, const YamlReader& reader) {
   const YAML::Node section = reader.require(doc, "", "training");
   reader.check_keys(section, "training",
                     {"micro_batch", "sequence", "gradient_accumulation", "param_dtype", "reduce_dtype", "optimizer",
-                     "max_norm", "cpu_op_gap"});
+                     "max_norm", "cpu_op_gap", "compile", "float8", "float8_all_gather"});
   TrainingConfig t;
   t.micro_batch = reader.get_int(reader.require(section, "training", "micro_batch"), "training.micro_batch", 1);
   t.sequence = reader.get_int(reader.require(section, "training", "sequence"), "training.sequence", 1);
@@ -109,6 +109,24 @@ TrainingConfig read_training(const YAML::Node& doc, const YamlReader& reader) {
                                                                                      : Optimizer::adamw;
   if (const YAML::Node n = section["max_norm"]) t.max_norm = reader.get_number(n, "training.max_norm");
   if (const YAML::Node n = section["cpu_op_gap"]) t.cpu_op_gap = reader.get_duration(n, "training.cpu_op_gap");
+  if (const YAML::Node n = section["compile"]) t.compile = reader.get_bool(n, "training.compile");
+  if (const YAML::Node n = section["float8"]) {
+    const std::string recipe = reader.get_choice(n, "training.float8", {"none", "tensorwise", "rowwise"});
+    t.float8 = recipe == "tensorwise" ? Float8::tensorwise : recipe == "rowwise" ? Float8::rowwise : Float8::none;
+    if (t.float8 != Float8::none && !t.compile)
+      reader.fail("training.float8", n, "Float8 linears are modelled as torchtitan runs them, under torch.compile",
+                  "set training.compile: true with training.float8");
+    if (t.float8 != Float8::none && t.param_dtype != models::Dtype::bf16)
+      reader.fail("training.float8", n, "Float8 linears take bf16 activations (torchao casts from them)",
+                  "set training.param_dtype: bf16 with training.float8");
+  }
+  if (const YAML::Node n = section["float8_all_gather"]) {
+    t.float8_all_gather = reader.get_bool(n, "training.float8_all_gather");
+    if (t.float8_all_gather && t.float8 != Float8::tensorwise)
+      reader.fail("training.float8_all_gather", n,
+                  "torchao all-gathers fp8 weights for tensorwise scaling only (enable_fsdp_float8_all_gather)",
+                  "set training.float8: tensorwise, or float8_all_gather: false");
+  }
   return t;
 }
 
@@ -469,6 +487,53 @@ ModuleOp ring_attention(const OpFactory& f, const models::KernelSpec& local, dou
   return op;
 }
 
+// --- torch.compile of a block (torchtitan's apply_compile: each TransformerBlock on its own,
+// fullgraph) --------------------------------------------------------------------------------
+// Inductor fuses every chain of pointwise and reduction ops between two extern kernels (GEMMs,
+// SDPA, collectives) into one generated kernel reading the chain's inputs once and writing its
+// outputs once; AOTAutograd's backward graph is fused the same way. What that gives per module
+// is below; GEMMs, SDPA, the transpose copy feeding wo and collectives stay as in eager.
+
+// RMSNorm or LayerNorm as one kernel: reads the `inputs` tensors it sums first (the block input,
+// or with the residual fused in, the residual and the attention output) and writes as many (the
+// normalized output, and the residual sum it passes on). Backward: one row-reduction kernel for
+// the input gradient, reading the saved input and the `gradients` flowing in (each consumer
+// GEMM's data gradient, and the residual branch's: the fork's sum is fused here), and one
+// column reduction over tokens for the weight gradient.
+ModuleOp compiled_norm(const OpFactory& f, const ModelConfig& m, const std::string& name, double tokens, double inputs,
+                       double gradients) {
+  const double e = tokens * m.hidden, a = f.act();
+  ModuleOp op;
+  op.forward = {f.ew(name, e, inputs * a, inputs * a, 8)};
+  op.backward = {f.ew(name + ".backward_input", e, (1 + gradients) * a, a, 8),
+                 f.ew(name + ".backward_weight", e, 2 * a, 0, 2)};
+  op.weight = name;
+  op.weight_params = norm_params(m);
+  return op;
+}
+
+// RoPE on q, and on k fused with repeat_kv's expansion (and v's expansion alone), each written
+// in the layout SDPA reads: one kernel per tensor each way; repeat_kv's backward sums the
+// expanded gradient back in the same kernel.
+ModuleOp compiled_rope(const OpFactory& f, const ModelConfig& m, double tokens, double q, double kv) {
+  const double a = f.act(), expand = q / kv;
+  ModuleOp op;
+  const bool rope = m.positions == Positions::rope;
+  if (rope) {
+    op.forward.push_back(f.ew("attention.rope_q", tokens * q, a, a, 3));
+    op.backward.push_back(f.ew("attention.rope_q.backward", tokens * q, a, a, 3));
+  }
+  if (rope || expand > 1) {
+    op.forward.push_back(f.ew("attention.rope_k", tokens * kv, a, a * expand, rope ? 3 : 0));
+    op.backward.push_back(f.ew("attention.rope_k.backward", tokens * kv, a * expand, a, rope ? 3 + expand : expand));
+  }
+  if (expand > 1) {
+    op.forward.push_back(f.ew("attention.repeat_kv_v", tokens * kv, a, a * expand, 0));
+    op.backward.push_back(f.ew("attention.repeat_kv_v.backward", tokens * kv, a * expand, a, expand));
+  }
+  return op;
+}
+
 }  // namespace
 
 Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing checkpointing, bool cast_weights,
@@ -487,12 +552,20 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     if (cast_weights) ops.push_back(f.weight_cast(name, op, in * out));
     ops.push_back(op);
   };
-  ops.push_back(f.norm("attention_norm", sp_tokens));
+  // Compiled, the norms read the gradients of their consumers' GEMMs (summed before the
+  // reduce-scatter under tensor parallelism) and of the residual branch.
+  const bool compiled = t.compile;
+  auto consumer_grads = [&](double gemms) { return (tp.tp > 1 ? 1 : gemms) + 1; };
+  const double ffn_gemms = m.activation == Activation::swiglu ? 2 : 1;
+  ops.push_back(compiled ? compiled_norm(f, m, "attention_norm", sp_tokens, 1, consumer_grads(3))
+                         : f.norm("attention_norm", sp_tokens));
   if (tp.tp > 1) ops.push_back(f.tp_enter("attention.tp_input", tokens, tp));
   linear("attention.wq", d.h, d.q);
   linear("attention.wk", d.h, d.kv);
   linear("attention.wv", d.h, d.kv);
-  if (m.positions == Positions::rope) {
+  if (compiled) {
+    ops.push_back(compiled_rope(f, m, tokens, d.q, d.kv));
+  } else if (m.positions == Positions::rope) {
     // apply_rotary_emb: view as complex fp32, multiply by freqs_cis, cast back; for q and k.
     Kernels rope;
     for (const auto& [which, width] : {std::pair{"q", d.q}, std::pair{"k", d.kv}}) {
@@ -503,7 +576,7 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     }
     ops.push_back(f.pointwise(rope));
   }
-  if (m.kv_heads < m.heads) {
+  if (!compiled && m.kv_heads < m.heads) {
     // repeat_kv expands K and V to every query head with a copy; its backward sums them back.
     ModuleOp repeat;
     for (const char* which : {"k", "v"}) {
@@ -533,17 +606,31 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
   linear("attention.wo", d.q, d.h);
   if (tp.tp > 1) ops.push_back(f.tp_leave("attention.tp_output", tokens, tp));
   // h = x + attention(...): the backward sums the two gradients where x forked.
+  // Compiled, the fork's gradient sum is fused into the norm's backward (compiled_norm).
   auto residual = [&](const std::string& name) {
     ModuleOp add;
     add.forward = {f.ew(name, sp_tokens * d.h, 2 * a, a)};
-    add.backward = {f.ew(name + ".backward", sp_tokens * d.h, 2 * a, a)};
+    if (!compiled) add.backward = {f.ew(name + ".backward", sp_tokens * d.h, 2 * a, a)};
     ops.push_back(add);
   };
-  residual("attention_residual");
-  ops.push_back(f.norm("ffn_norm", sp_tokens));
+  if (compiled) {   // the residual sum and ffn_norm in one kernel
+    ops.push_back(compiled_norm(f, m, "ffn_norm", sp_tokens, 2, consumer_grads(ffn_gemms)));
+  } else {
+    residual("attention_residual");
+    ops.push_back(f.norm("ffn_norm", sp_tokens));
+  }
   if (tp.tp > 1) ops.push_back(f.tp_enter("feed_forward.tp_input", tokens, tp));
   if (m.moe.enabled()) {
     moe_mlp(f, m, tokens, ep, ops);
+  } else if (m.activation == Activation::swiglu && compiled) {
+    // silu(w1 x) * w3 x in one kernel; backward one kernel writing both gradients.
+    linear("feed_forward.w1", d.h, d.f);
+    linear("feed_forward.w3", d.h, d.f);
+    ModuleOp swiglu;
+    swiglu.forward = {f.ew("feed_forward.silu_mul", tokens * d.f, 2 * a, a, 5)};
+    swiglu.backward = {f.ew("feed_forward.silu_mul.backward", tokens * d.f, 3 * a, 2 * a, 8)};
+    ops.push_back(swiglu);
+    linear("feed_forward.w2", d.f, d.h);
   } else if (m.activation == Activation::swiglu) {
     // w2(F.silu(w1(x)) * w3(x)), in Python evaluation order.
     linear("feed_forward.w1", d.h, d.f);
@@ -584,6 +671,9 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     }
   }
   Block block = assemble(ops, registration, [&](std::size_t i) { return bool(saved[i]); });
+  if (compiled)
+    for (Kernels* pass : {&block.forward, &block.recompute, &block.backward})
+      for (Kernel& k : *pass) k.compiled = true;
   if (tp.tp > 1 && tp.async) {
     for (Kernels* pass : {&block.forward, &block.recompute, &block.backward})
       *pass = micro_pipeline(*pass, tp.tp, tokens, tokens * m.hidden * a);

@@ -68,6 +68,10 @@ struct ModelConfig {
 enum class Checkpointing : std::uint8_t { none, selective, full };
 enum class Optimizer : std::uint8_t { adamw, sgd };
 
+/// @brief Float8 training of the blocks' linears (torchao's Float8Linear, dynamic scaling):
+/// one scale per tensor (tensorwise) or per row (rowwise).
+enum class Float8 : std::uint8_t { none, tensorwise, rowwise };
+
 /// @brief The `training:` section.
 struct TrainingConfig {
   int micro_batch = 1;              ///< sequences per rank per micro-batch
@@ -78,6 +82,9 @@ struct TrainingConfig {
   Optimizer optimizer = Optimizer::adamw;
   double max_norm = 1.0;            ///< gradient clipping (torchtitan training.max_norm); 0 = off
   Seconds cpu_op_gap = 21e-6;       ///< CPU time between two PyTorch ops (Lin et al. T1)
+  bool compile = false;             ///< torch.compile of each block (torchtitan's training.compile)
+  Float8 float8 = Float8::none;     ///< Float8 linears in the blocks (training.float8)
+  bool float8_all_gather = false;   ///< FSDP all-gathers the Float8 linears' weights in fp8
   double tokens() const { return static_cast<double>(micro_batch) * sequence; }  ///< per micro-batch
 };
 
@@ -199,6 +206,7 @@ struct Kernel {
   models::KernelSpec spec;
   std::optional<Comm> comm;
   int after = -1;   ///< >= 0: the compute stream first waits for the async comm of this tag
+  bool compiled = false;   ///< launched by a compiled graph's wrapper: no eager per-op host gap
   /// @brief No launch: the compute stream waits for async comm `tag` (spec.kind empty).
   static Kernel wait_for(int tag) {
     Kernel k("async_tp.wait", models::KernelSpec{});
@@ -267,7 +275,7 @@ class ProgramBuilder {
   int group(ProcessGroup group) { return trace_.group(std::move(group)); }
 
   void kernel(int stream, const std::string& prefix, const Kernel& kernel) {
-    writer_->kernel(stream, prefix + kernel.name, kernel.spec);
+    writer_->kernel(stream, prefix + kernel.name, kernel.spec, !kernel.compiled);
   }
   /// @brief A send / recv to rank `peer` of the issuing rank's subgroup of `group`.
   void send(int stream, const std::string& name, int peer, Bytes bytes, int group) {

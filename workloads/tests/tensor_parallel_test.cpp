@@ -69,8 +69,9 @@ double bytes_on(const Trace& t, int group) {
 }
 
 TEST_F(TensorParallelTest, AsyncTpSplitsGatherMatmulAndMatmulScatterIntoChunks) {
-  const Trace sync = load({"parallelism.tp=2"});
-  const Trace async = load({"parallelism.tp=2", "tensor_parallel.async=true"});
+  // torchtitan runs async TP under torch.compile only.
+  const Trace sync = load({"parallelism.tp=2", "training.compile=true"});
+  const Trace async = load({"parallelism.tp=2", "training.compile=true", "tensor_parallel.async=true"});
   const int tp = group_named(async, "tp");
   // Per block, forward: the attention and MLP inputs' all-gathers feed wq/wk/wv and w1/w3, wo
   // and w2 feed reduce-scatters: 2 + 2 sites of 2 chunks. Backward: the gradients gathered for
@@ -124,6 +125,7 @@ TEST_F(TensorParallelTest, BadLayoutsNameTheKeyAndTheFix) {
   EXPECT_NE(error({"parallelism.tp=2", "tensor_parallel.sequence_parallel=false", "tensor_parallel.async=true"})
                 .find("set tensor_parallel.sequence_parallel: true"),
             std::string::npos);
+  EXPECT_NE(error({"parallelism.tp=2", "tensor_parallel.async=true"}).find("training.compile"), std::string::npos);
 }
 
 TEST_F(TensorParallelTest, HybridShardingTakesItsGroupsFromTheMesh) {

@@ -1,0 +1,123 @@
+// torch.compile of the blocks (training.compile): the fused kernels per block counted by hand,
+// their bytes against a hand count, the GEMMs and SDPA unchanged, no eager host gap before a
+// compiled kernel, and the combinations refused.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "workloads/generators/transformer.hpp"
+#include "workloads/tests/parallel_layouts.hpp"
+
+namespace stepsim::workloads {
+namespace {
+
+using transformer::Checkpointing;
+using transformer::Kernels;
+
+// Llama 3.1 8B's block: hidden 4096, 32 heads, 8 KV heads of 128, SwiGLU 14336.
+transformer::ModelConfig llama8b() {
+  transformer::ModelConfig m;
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.vocab = 128256;
+  return m;
+}
+transformer::TrainingConfig training(bool compile) {
+  transformer::TrainingConfig t;
+  t.micro_batch = 2;
+  t.sequence = 8192;
+  t.compile = compile;
+  return t;
+}
+
+std::vector<std::string> names(const Kernels& kernels) {
+  std::vector<std::string> out;
+  for (const transformer::Kernel& k : kernels)
+    if (!k.comm && !k.is_wait()) out.push_back(k.name);
+  return out;
+}
+double elementwise_bytes(const Kernels& kernels) {
+  double bytes = 0;
+  for (const transformer::Kernel& k : kernels)
+    if (!k.comm && k.spec.kind == "elementwise")
+      bytes += k.spec.param("elements") * (k.spec.param("bytes_read") + k.spec.param("bytes_written"));
+  return bytes;
+}
+double gemm_flops(const Kernels& kernels) {
+  double flops = 0;
+  for (const transformer::Kernel& k : kernels)
+    if (!k.comm && k.spec.kind == "gemm") flops += 2 * k.spec.param("m") * k.spec.param("n") * k.spec.param("k");
+  return flops;
+}
+
+TEST(Compile, FusesEachChainBetweenGemmsIntoOneKernel) {
+  const transformer::Block b = transformer::layer_block(llama8b(), training(true), Checkpointing::none, false);
+  EXPECT_EQ(names(b.forward),
+            (std::vector<std::string>{"attention_norm", "attention.wq", "attention.wk", "attention.wv",
+                                      "attention.rope_q", "attention.rope_k", "attention.repeat_kv_v", "attention.sdpa",
+                                      "attention.contiguous", "attention.wo", "ffn_norm", "feed_forward.w1",
+                                      "feed_forward.w3", "feed_forward.silu_mul", "feed_forward.w2", "ffn_residual"}));
+  // Backward: 14 GEMMs (two per linear), SDPA, the transpose copy, SwiGLU's, the three RoPE / repeat_kv
+  // kernels, and two per norm (input and weight gradients, the fork sums fused in).
+  EXPECT_EQ(names(b.backward).size(), 14u + 1 + 1 + 1 + 3 + 2 * 2);
+  for (const Kernels* pass : {&b.forward, &b.backward})
+    for (const transformer::Kernel& k : *pass) EXPECT_TRUE(k.compiled) << k.name;
+  // Eager launches far more for the same GEMM work.
+  const transformer::Block eager = transformer::layer_block(llama8b(), training(false), Checkpointing::none, false);
+  EXPECT_EQ(names(eager.forward).size(), 37u);
+  EXPECT_DOUBLE_EQ(gemm_flops(b.forward) + gemm_flops(b.backward), gemm_flops(eager.forward) + gemm_flops(eager.backward));
+}
+
+TEST(Compile, ForwardMovesTheHandCountedBytes) {
+  const transformer::Block b = transformer::layer_block(llama8b(), training(true), Checkpointing::none, false);
+  const double t = 2 * 8192.0, h = 4096, q = 4096, kv = 1024, f = 14336, a = 2;
+  const double hand = t * h * 2 * a            // attention_norm: x in, normalized out
+                      + t * q * 2 * a          // RoPE on q
+                      + 2 * t * kv * (a + 4 * a)   // RoPE on k and v's expansion to 32 heads
+                      + t * q * 2 * a          // the transpose copy feeding wo
+                      + t * h * 4 * a          // residual + ffn_norm: two in, two out
+                      + t * f * 3 * a          // silu(w1 x) * w3 x
+                      + t * h * 3 * a;         // the last residual
+  EXPECT_NEAR(elementwise_bytes(b.forward), hand, 1e-9 * hand);
+  const transformer::Block eager = transformer::layer_block(llama8b(), training(false), Checkpointing::none, false);
+  EXPECT_LT(elementwise_bytes(b.forward), 0.5 * elementwise_bytes(eager.forward));
+  EXPECT_LT(elementwise_bytes(b.backward), 0.5 * elementwise_bytes(eager.backward));
+}
+
+int host_gaps(const Trace& t) {
+  int n = 0;
+  for (const Op& o : t.program(0).ops) n += o.kind == OpKind::cpu;
+  return n;
+}
+
+TEST(Compile, CompiledKernelsCarryNoEagerHostGap) {
+  testing::Llama8b job(2048, 1);
+  const Trace eager = job.load({});
+  const Trace compiled = job.load({"training.compile=true"});
+  // Eager: one gap per launch. Compiled: the blocks' kernels go without (their collectives,
+  // the embedding, the head and FSDP's copies keep theirs).
+  EXPECT_LT(host_gaps(compiled), host_gaps(eager) - 32 * 50);
+}
+
+TEST(Compile, RefusesWhatIsNotModelled) {
+  testing::Llama8b job(2048, 1);
+  EXPECT_NE(job.error({"parallelism.tp=2", "tensor_parallel.async=true"}).find("training.compile"), std::string::npos);
+  EXPECT_NE(job.error({"training.float8=tensorwise"}).find("training.float8"), std::string::npos);
+  EXPECT_NE(job.error({"training.compile=true", "training.float8=tensorwise", "training.param_dtype=fp16"})
+                .find("training.float8"),
+            std::string::npos);
+  EXPECT_NE(job.error({"training.compile=true", "training.float8=rowwise", "training.float8_all_gather=true"})
+                .find("training.float8_all_gather"),
+            std::string::npos);
+  testing::PresetJob mixtral{"mixtral-8x7b", {}};
+  EXPECT_NE(mixtral.error({"training.compile=true"}, 2).find("training.compile"), std::string::npos);
+  testing::PresetJob megatron{"gpt3-175b-megatron", {"parallelism.tp=1", "parallelism.pp=1"}};
+  EXPECT_NE(megatron.error({"training.compile=true"}).find("training.compile"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace stepsim::workloads
