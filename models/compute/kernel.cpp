@@ -106,6 +106,14 @@ double datasheet_flops(const platforms::GpuModel& gpu, Dtype dtype) {
 
 }  // namespace
 
+std::string unsupported_dtype(const platforms::GpuModel& gpu, Dtype dtype) {
+  const char* unit = dtype == Dtype::bf16   ? (gpu.bf16_flops > 0 ? nullptr : "bf16 tensor cores (Ampere or later)")
+                     : dtype == Dtype::tf32 ? (gpu.tf32_flops > 0 ? nullptr : "TF32 tensor cores (Ampere or later)")
+                     : dtype == Dtype::fp8  ? (gpu.fp8_flops > 0 ? nullptr : "FP8 tensor cores (Hopper or later)")
+                                            : nullptr;
+  return unit ? gpu.name + " has no " + unit : "";
+}
+
 double peak_flops(const platforms::GpuModel& gpu, Dtype dtype) {
   return datasheet_flops(gpu, dtype) * power_clock_scale(gpu);
 }

@@ -30,6 +30,11 @@ Bytes bytes_of(Dtype dtype);
 /// @brief Dense FLOP/s of `gpu` for math in `dtype` (tensor cores where the dtype has them): the
 /// datasheet's figure times power_clock_scale.
 double peak_flops(const platforms::GpuModel& gpu, Dtype dtype);
+/// @brief Why `gpu` cannot run training math in `dtype` at that dtype's rate (bf16 without bf16
+/// tensor cores, tf32 before Ampere, fp8 without FP8 units), or "" where it can. peak_flops
+/// falls back to a slower rate there; generators refuse such a dtype instead of pricing it
+/// silently.
+std::string unsupported_dtype(const platforms::GpuModel& gpu, Dtype dtype);
 
 /// @brief The SM clock a power limit below the TDP leaves, relative to running at the TDP (1 when
 /// no lower limit is set). First-order DVFS: the dynamic power above the idle draw at full clock

@@ -196,6 +196,7 @@ class DdpGenerator : public Generator {
     reader.check_keys(doc, "", {"version", "kind", "description", "model", "training", "ddp"});
     const ModelConfig model = read_model(doc, reader);
     const TrainingConfig training = read_training(doc, reader);
+    check_dtypes(training, job.platform.gpu(), doc, reader);
     if (training.float8 != Float8::none)
       reader.fail("training.float8", doc["training"]["float8"], "Float8 linears are modelled with FSDP (torchtitan) only",
                   "use kind: fsdp for Float8 training, or set training.float8: none");

@@ -850,6 +850,11 @@ class DlrmGenerator : public Generator {
  public:
   Trace generate(const YAML::Node& doc, const YamlReader& reader, const JobContext& job) const override {
     const DlrmConfig config = read_dlrm_config(doc, reader);
+    // A dtype the GPU has no tensor cores for is refused, not priced at a fallback rate.
+    if (const std::string why = models::unsupported_dtype(job.platform.gpu(), config.dtype); !why.empty())
+      reader.fail("training.dtype", doc["training"]["dtype"] ? doc["training"]["dtype"] : doc["training"],
+                  fmt::format("{} math needs what the GPU lacks: {}", models::to_string(config.dtype), why),
+                  "set training.dtype: fp16 (AMP) or fp32 on this GPU");
     return DlrmBuilder(config, job, reader.origin(), reader, doc).build();
   }
 };

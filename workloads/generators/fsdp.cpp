@@ -27,6 +27,7 @@
 #include "workloads/generators/megatron.hpp"
 #include "workloads/generators/transformer.hpp"
 #include "workloads/generators/transformer_emitter.hpp"
+#include "workloads/generators/transformer_ops.hpp"
 #include "workloads/mesh.hpp"
 #include "workloads/pipeline_schedule.hpp"
 #include "workloads/workload.hpp"
@@ -285,7 +286,10 @@ class FsdpEmitter : public TransformerEmitter {
     State state = State::sharded;
     int group = -1;   ///< its shard group (-1: the FSDP group); a block's experts: efsdp
     int shard = 0;    ///< that group's size (0: the FSDP group's)
+    double fp8 = 0;   ///< of `params`, the Float8 linears' weights all-gathered in fp8
   };
+  // Bytes per parameter a unit's all-gather carries: fp8 weights 1, the rest param_dtype.
+  double gathered_bytes(const Unit& unit) const { return ((unit.params - unit.fp8) * a_ + unit.fp8) / unit.params; }
   int group_of(const Unit& unit) const { return unit.group >= 0 ? unit.group : shard_group_; }
   int shard_of(const Unit& unit) const { return unit.shard > 0 ? unit.shard : shard_size_; }
 
@@ -496,6 +500,7 @@ class FsdpEmitter : public TransformerEmitter {
   void add_layer_units(int i, bool reshard_after_forward) {
     layer_unit_[static_cast<std::size_t>(i)] = static_cast<int>(units_.size());
     units_.push_back({fmt::format("layers.{}", i), layer_params(m_, tp_) - expert_params(m_), reshard_after_forward});
+    if (t_.float8_all_gather) units_.back().fp8 = linear_weights(m_, tp_);
     if (!m_.moe.enabled()) return;
     expert_unit_[static_cast<std::size_t>(i)] = static_cast<int>(units_.size());
     units_.push_back({fmt::format("layers.{}.moe.experts", i), expert_params(m_) / par_.ep, reshard_after_forward,
@@ -544,8 +549,10 @@ class FsdpEmitter : public TransformerEmitter {
       unit.state = State::unsharded;
       return;
     }
-    b_.kernel(all_gather_, unit.name + ".", {"all_gather.copy_in", elementwise(t_.param_dtype, local, 4, a_, 0)});
-    collective(all_gather_, unit.name + ".all_gather", CollectiveOp::allgather, unit.params * a_, group_of(unit));
+    // The fp32 shard cast to param_dtype (Float8 weights: to fp8 with their precomputed scale).
+    const double gathered = gathered_bytes(unit);
+    b_.kernel(all_gather_, unit.name + ".", {"all_gather.copy_in", elementwise(t_.param_dtype, local, 4, gathered, 0)});
+    collective(all_gather_, unit.name + ".all_gather", CollectiveOp::allgather, unit.params * gathered, group_of(unit));
     b_.record(all_gather_, b_.event(unit.name + ".all_gather"));
     ++all_gathers_;
     unit.state = State::gathering;
@@ -558,7 +565,9 @@ class FsdpEmitter : public TransformerEmitter {
     // once this copy-out is issued, so the next all-gather waits for that copy-out.
     if (forward && previous_copy_out_ >= 0) b_.wait(all_gather_, previous_copy_out_);
     b_.wait(compute_, b_.event(unit.name + ".all_gather"));
-    b_.kernel(compute_, unit.name + ".", {"all_gather.copy_out", elementwise(t_.param_dtype, unit.params, a_, a_, 0)});
+    const double gathered = gathered_bytes(unit);
+    b_.kernel(compute_, unit.name + ".",
+              {"all_gather.copy_out", elementwise(t_.param_dtype, unit.params, gathered, gathered, 0)});
     const int copied = b_.event(unit.name + ".copy_out");
     b_.record(compute_, copied);
     if (forward) {
@@ -681,6 +690,20 @@ class FsdpEmitter : public TransformerEmitter {
     clip_norm_all_reduces(c_.strategy != Strategy::no_shard ? shard_group_ : -1);
     b_.kernels(compute_, "", clip_scale_kernels(t_, local));
     b_.kernels(compute_, "", optimizer_kernels(t_, local));
+    if (t_.float8_all_gather) precompute_float8_scales();
+  }
+
+  // torchao's precompute_float8_dynamic_scale_for_fsdp (torchtitan calls it after each step):
+  // one foreach amax over the local shards of every Float8 weight, one all-reduce (max) of
+  // their amaxes over the shard group; the next iteration's casts use the scales.
+  void precompute_float8_scales() {
+    double local = 0, weights = 0;
+    for (const Unit& unit : units_) {
+      local += unit.fp8 / shard_of(unit);
+      weights += unit.fp8 > 0 ? double(block_linears(m_).size()) : 0;
+    }
+    b_.kernel(compute_, "", {"float8.weight_amax", models::multi_tensor(elementwise(models::Dtype::fp32, local, 4, 0, 1))});
+    collective(compute_, "float8.amax_all_reduce", CollectiveOp::allreduce, weights * 4, shard_group_);
   }
 
   void add_notes(const Block& embedding, const Block& layer, const Block& head) {
@@ -775,7 +798,11 @@ class FsdpGenerator : public Generator {
     if (!megatron && doc["megatron"])
       reader.fail("megatron", doc["megatron"], "the megatron: section configures framework: megatron",
                   "add framework: megatron, or drop the megatron: section");
-    if (megatron) return megatron_iteration(doc, reader, job, model, training);
+    if (megatron) {
+      check_dtypes(training, job.platform.gpu(), doc, reader);
+      return megatron_iteration(doc, reader, job, model, training);
+    }
+    check_dtypes(training, job.platform.gpu(), doc, reader);
     const FsdpConfig fsdp = read_fsdp(doc, reader, training);
     return FsdpEmitter(model, training, fsdp, job, reader, doc).emit();
   }

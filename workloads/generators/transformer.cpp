@@ -130,6 +130,20 @@ TrainingConfig read_training(const YAML::Node& doc, const YamlReader& reader) {
   return t;
 }
 
+void check_dtypes(const TrainingConfig& t, const platforms::GpuModel& gpu, const YAML::Node& doc,
+                  const YamlReader& reader) {
+  const YAML::Node section = doc["training"];
+  const YAML::Node dtype = section["param_dtype"];
+  if (const std::string why = models::unsupported_dtype(gpu, t.param_dtype); !why.empty())
+    reader.fail("training.param_dtype", dtype ? dtype : section,
+                fmt::format("{} training needs what the GPU lacks: {}", models::to_string(t.param_dtype), why),
+                "set training.param_dtype: fp16 (or fp32) on this GPU");
+  if (t.float8 == Float8::none) return;
+  if (const std::string why = models::unsupported_dtype(gpu, models::Dtype::fp8); !why.empty())
+    reader.fail("training.float8", section["float8"], "Float8 linears need FP8 tensor cores: " + why,
+                "set training.float8: none, or use an H100, H200 or B200 platform");
+}
+
 ContextParallel read_context_parallel(const YAML::Node& doc, const YamlReader& reader, int cp) {
   ContextParallel out{cp, false};
   const YAML::Node section = doc["context_parallel"];
@@ -259,6 +273,12 @@ bool row_parallel(const std::string& name) {
 }
 
 double vocab_share(const ModelConfig& m, const TensorParallel& tp) { return std::ceil(double(m.vocab) / tp.tp); }
+
+double linear_weights(const ModelConfig& m, const TensorParallel& tp) {
+  double total = 0;
+  for (const auto& [name, in, out] : block_linears(m)) total += in * out / tp.tp;
+  return total;
+}
 
 double expert_params(const ModelConfig& m) {
   return m.moe.enabled() ? m.moe.experts * 3.0 * m.hidden * m.ffn_hidden : 0;
@@ -512,6 +532,52 @@ ModuleOp compiled_norm(const OpFactory& f, const ModelConfig& m, const std::stri
   return op;
 }
 
+// A linear as torchao's Float8Linear runs it under torch.compile (dynamic scaling; torchtitan's
+// Float8 recipe, which converts every block linear): the input, weight and output gradient are
+// cast to fp8 before each GEMM, which runs on the fp8 tensor cores and writes bf16. Tensorwise:
+// one scale per tensor, so an amax reduction over the tensor, then the scaled cast (the output
+// gradient's writing both layouts its two GEMMs read); rowwise: a scale per row, found and
+// applied in one kernel per layout. Backward casts the saved high-precision input and weight
+// again, along the layout its GEMM needs. Linears fed by the same input (wq / wk / wv, w1 / w3)
+// share its casts (`cast_input` on the first only); weights all-gathered in fp8 arrive cast,
+// and backward only transposes them.
+ModuleOp float8_linear(const OpFactory& f, const TrainingConfig& t, const std::string& name, double tokens, double in,
+                       double out, bool cast_input) {
+  ModuleOp op = f.linear(name, tokens, in, out);
+  const double a = f.act(), x = tokens * in, w = in * out, g = tokens * out;
+  const bool rowwise = t.float8 == Float8::rowwise;
+  // The casts of `elements` values read at `from` bytes each, written in `layouts` fp8 layouts.
+  auto cast = [&](Kernels& into, const std::string& what, double elements, double from, double layouts) {
+    if (rowwise) {
+      for (int l = 0; l < layouts; ++l)
+        into.push_back(f.ew(fmt::format("{}.{}_to_float8{}", name, what, l ? "_t" : ""), elements, from, 1, 3));
+      return;
+    }
+    into.push_back(f.ew(name + "." + what + "_amax", elements, from, 0, 1));
+    into.push_back(f.ew(name + "." + what + "_to_float8", elements, from, layouts, 2));
+  };
+  auto fp8 = [](Kernel k) {
+    k.spec.dtype = models::Dtype::fp8;
+    return k;
+  };
+  Kernels forward, backward;
+  if (cast_input) cast(forward, "input", x, a, 1);
+  if (t.float8_all_gather)
+    backward.push_back(f.ew(name + ".weight_t", w, 1, 1, 0));
+  else
+    cast(forward, "weight", w, a, 1);
+  forward.push_back(fp8(op.forward.front()));
+  cast(backward, "grad_output", g, a, 2);
+  if (!t.float8_all_gather) cast(backward, "weight_t", w, a, 1);
+  if (cast_input) cast(backward, "input_t", x, a, 1);
+  backward.push_back(fp8(op.backward[0]));   // dgrad
+  backward.push_back(fp8(op.backward[1]));   // wgrad
+  backward.insert(backward.end(), op.backward.begin() + 2, op.backward.end());   // a bias's gradient
+  op.forward = std::move(forward);
+  op.backward = std::move(backward);
+  return op;
+}
+
 // RoPE on q, and on k fused with repeat_kv's expansion (and v's expansion alone), each written
 // in the layout SDPA reads: one kernel per tensor each way; repeat_kv's backward sums the
 // expanded gradient back in the same kernel.
@@ -547,7 +613,11 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
   const double sp_tokens = tp.sequence_parallel ? tokens / tp.tp : tokens;
   const double heads = double(m.heads) / tp.tp;
   std::vector<ModuleOp> ops;
-  auto linear = [&](const std::string& name, double in, double out) {
+  auto linear = [&](const std::string& name, double in, double out, bool shares_input = false) {
+    if (t.float8 != Float8::none) {
+      ops.push_back(float8_linear(f, t, name, tokens, in, out, !shares_input));
+      return;
+    }
     ModuleOp op = f.linear(name, tokens, in, out);
     if (cast_weights) ops.push_back(f.weight_cast(name, op, in * out));
     ops.push_back(op);
@@ -559,10 +629,26 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
   const double ffn_gemms = m.activation == Activation::swiglu ? 2 : 1;
   ops.push_back(compiled ? compiled_norm(f, m, "attention_norm", sp_tokens, 1, consumer_grads(3))
                          : f.norm("attention_norm", sp_tokens));
-  if (tp.tp > 1) ops.push_back(f.tp_enter("attention.tp_input", tokens, tp));
-  linear("attention.wq", d.h, d.q);
-  linear("attention.wk", d.h, d.kv);
-  linear("attention.wv", d.h, d.kv);
+  // Float8 with sequence parallelism (tensorwise): torchao's Float8ColwiseParallel casts the
+  // sequence shard to fp8 (its amax all-reduced over tp for one scale) and all-gathers fp8.
+  const bool fp8_gather = t.float8 == Float8::tensorwise && tp.tp > 1 && tp.sequence_parallel;
+  auto enter_tp = [&](const std::string& name) {
+    if (tp.tp == 1) return;
+    ModuleOp enter = f.tp_enter(name, tokens, tp);
+    if (fp8_gather) {
+      const double e = sp_tokens * d.h;
+      enter.forward.front().comm->bytes /= a;
+      enter.forward.insert(enter.forward.begin(),
+                           {f.ew(name + ".input_amax", e, a, 0, 1),
+                            OpFactory::comm(name + ".amax_all_reduce", models::CollectiveOp::allreduce, 4),
+                            f.ew(name + ".input_to_float8", e, a, 1, 2)});
+    }
+    ops.push_back(enter);
+  };
+  enter_tp("attention.tp_input");
+  linear("attention.wq", d.h, d.q, fp8_gather);
+  linear("attention.wk", d.h, d.kv, true);
+  linear("attention.wv", d.h, d.kv, true);
   if (compiled) {
     ops.push_back(compiled_rope(f, m, tokens, d.q, d.kv));
   } else if (m.positions == Positions::rope) {
@@ -619,13 +705,13 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     residual("attention_residual");
     ops.push_back(f.norm("ffn_norm", sp_tokens));
   }
-  if (tp.tp > 1) ops.push_back(f.tp_enter("feed_forward.tp_input", tokens, tp));
+  enter_tp("feed_forward.tp_input");
   if (m.moe.enabled()) {
     moe_mlp(f, m, tokens, ep, ops);
   } else if (m.activation == Activation::swiglu && compiled) {
     // silu(w1 x) * w3 x in one kernel; backward one kernel writing both gradients.
-    linear("feed_forward.w1", d.h, d.f);
-    linear("feed_forward.w3", d.h, d.f);
+    linear("feed_forward.w1", d.h, d.f, fp8_gather);
+    linear("feed_forward.w3", d.h, d.f, true);
     ModuleOp swiglu;
     swiglu.forward = {f.ew("feed_forward.silu_mul", tokens * d.f, 2 * a, a, 5)};
     swiglu.backward = {f.ew("feed_forward.silu_mul.backward", tokens * d.f, 3 * a, 2 * a, 8)};
@@ -643,7 +729,7 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     ops.push_back(mul);
     linear("feed_forward.w2", d.f, d.h);
   } else {
-    linear("feed_forward.fc1", d.h, d.f);
+    linear("feed_forward.fc1", d.h, d.f, fp8_gather);
     ops.push_back(f.pointwise({f.ew("feed_forward.gelu", tokens * d.f, a, a, 8)}));
     linear("feed_forward.fc2", d.f, d.h);
   }

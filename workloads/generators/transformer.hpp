@@ -93,6 +93,10 @@ struct TrainingConfig {
 ModelConfig read_model(const YAML::Node& doc, const platforms::YamlReader& reader);
 /// @brief Reads `training:` (keys and defaults in docs/fsdp.md).
 TrainingConfig read_training(const YAML::Node& doc, const platforms::YamlReader& reader);
+/// @brief Refuses a param_dtype (or Float8) that `gpu` has no tensor cores for, naming the key
+/// and a dtype it has (models::unsupported_dtype).
+void check_dtypes(const TrainingConfig& training, const platforms::GpuModel& gpu, const YAML::Node& doc,
+                  const platforms::YamlReader& reader);
 /// @brief Reads an `activation_checkpointing:` value (none, selective, full) at `path`.
 Checkpointing read_checkpointing(const YAML::Node& node, const std::string& path,
                                  const platforms::YamlReader& reader);
@@ -166,6 +170,10 @@ double layer_params(const ModelConfig& model, const TensorParallel& tp = {});
 /// @brief A rank's rows of the vocabulary under `tp`, padded up as Megatron-LM pads it
 /// (make-vocab-size-divisible-by).
 double vocab_share(const ModelConfig& model, const TensorParallel& tp);
+
+/// @brief The weights of one block's linears a rank holds under `tp` (biases left out): what
+/// Float8 training casts to fp8.
+double linear_weights(const ModelConfig& model, const TensorParallel& tp = {});
 
 /// @brief Weights of one block's experts (all of them; an expert-parallel rank holds 1/ep).
 double expert_params(const ModelConfig& model);

@@ -103,6 +103,60 @@ TEST(Compile, CompiledKernelsCarryNoEagerHostGap) {
   EXPECT_LT(host_gaps(compiled), host_gaps(eager) - 32 * 50);
 }
 
+int count_kernels(const Kernels& kernels, const std::string& suffix) {
+  int n = 0;
+  for (const transformer::Kernel& k : kernels)
+    n += k.name.size() >= suffix.size() && k.name.compare(k.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return n;
+}
+
+TEST(Float8, EveryBlockLinearRunsInFp8WithItsCasts) {
+  transformer::TrainingConfig t = training(true);
+  t.float8 = transformer::Float8::tensorwise;
+  const transformer::Block b = transformer::layer_block(llama8b(), t, Checkpointing::none, false);
+  int fp8 = 0;
+  for (const Kernels* pass : {&b.forward, &b.backward})
+    for (const transformer::Kernel& k : *pass) fp8 += k.spec.kind == "gemm" && k.spec.dtype == models::Dtype::fp8;
+  EXPECT_EQ(fp8, 7 * 3);   // wq wk wv wo w1 w3 w2: forward, data and weight gradients
+  // Forward casts: the four distinct inputs (wq/wk/wv's, wo's, w1/w3's, w2's) and the seven
+  // weights, each an amax then a cast.
+  EXPECT_EQ(count_kernels(b.forward, "input_amax"), 4);
+  EXPECT_EQ(count_kernels(b.forward, "weight_amax"), 7);
+  EXPECT_EQ(count_kernels(b.forward, "_to_float8"), 4 + 7);
+  // Backward: every output gradient (both layouts in one cast), the weights and inputs again.
+  EXPECT_EQ(count_kernels(b.backward, "grad_output_to_float8"), 7);
+  EXPECT_EQ(count_kernels(b.backward, "weight_t_to_float8"), 7);
+  EXPECT_EQ(count_kernels(b.backward, "input_t_to_float8"), 4);
+  // Rowwise: one kernel per cast, no separate amax.
+  t.float8 = transformer::Float8::rowwise;
+  const transformer::Block rowwise = transformer::layer_block(llama8b(), t, Checkpointing::none, false);
+  EXPECT_EQ(count_kernels(rowwise.forward, "_amax"), 0);
+  EXPECT_EQ(count_kernels(rowwise.backward, "grad_output_to_float8") + count_kernels(rowwise.backward, "grad_output_to_float8_t"), 14);
+}
+
+TEST(Float8, FsdpGathersTheLinearWeightsInFp8) {
+  testing::Llama8b job(2048, 1);
+  const Trace bf16 = job.load({"training.compile=true", "training.float8=tensorwise"});
+  const Trace fp8 = job.load({"training.compile=true", "training.float8=tensorwise", "training.float8_all_gather=true"});
+  const int fsdp = testing::group_named(fp8, "fsdp");
+  const double linears = 2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336, norms = 2 * 4096.0;
+  // A block's all-gather: 1 B per linear weight, 2 B per norm weight; forward and backward but
+  // the last block's backward (kept unsharded).
+  EXPECT_EQ(testing::count(fp8, 0, fsdp, models::CollectiveOp::allgather, linears + 2 * norms), 2 * 32 - 1);
+  EXPECT_EQ(testing::count(bf16, 0, fsdp, models::CollectiveOp::allgather, 2 * (linears + norms)), 2 * 32 - 1);
+  // The precomputed scales: one all-reduce of the 7 x 32 weights' amaxes.
+  EXPECT_EQ(testing::count(fp8, 0, fsdp, models::CollectiveOp::allreduce, 7 * 32 * 4), 1);
+}
+
+TEST(Float8, RefusedWhereTheGpuHasNoFp8Units) {
+  testing::PresetJob a100{"llama3-8b", {"training.compile=true"}, "dgx-a100"};
+  EXPECT_EQ(a100.error({}), "no error");
+  EXPECT_NE(a100.error({"training.float8=tensorwise"}).find("FP8 tensor cores"), std::string::npos);
+  testing::PresetJob v100{"llama3-8b", {}, "dgx1-v100"};
+  EXPECT_NE(v100.error({}).find("training.param_dtype"), std::string::npos);
+  EXPECT_EQ(v100.error({"training.param_dtype=fp16"}), "no error");
+}
+
 TEST(Compile, RefusesWhatIsNotModelled) {
   testing::Llama8b job(2048, 1);
   EXPECT_NE(job.error({"parallelism.tp=2", "tensor_parallel.async=true"}).find("training.compile"), std::string::npos);

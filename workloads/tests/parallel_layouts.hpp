@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the parallel-layout tests: a workload preset on dgx-h100 nodes with fixed overrides
+// Shared by the parallel-layout tests: a workload preset on dgx-h100 (or another platform's) nodes with fixed overrides
 // and each test's own (Llama8b: the llama3-8b preset with a micro-batch of one `sequence`-token
 // sequence and no activation checkpointing); and what a rank's program issues.
 #include <memory>
@@ -14,12 +14,13 @@ namespace stepsim::workloads::testing {
 
 class PresetJob {
  public:
-  PresetJob(std::string preset, std::vector<std::string> base) : preset_(std::move(preset)), base_(std::move(base)) {}
+  PresetJob(std::string preset, std::vector<std::string> base, std::string platform = "dgx-h100")
+      : preset_(std::move(preset)), base_(std::move(base)), platform_(std::move(platform)) {}
 
   Trace load(std::vector<std::string> overrides, int nodes = 1) {
     platforms::PlatformOptions options;
     options.nodes = nodes;
-    platforms_.push_back(std::make_unique<platforms::Platform>(platforms::load_platform("dgx-h100", options)));
+    platforms_.push_back(std::make_unique<platforms::Platform>(platforms::load_platform(platform_, options)));
     allocations_.push_back(platforms::parse_allocation("", *platforms_.back()));
     overrides.insert(overrides.begin(), base_.begin(), base_.end());
     return load_workload(preset_, JobContext{*platforms_.back(), allocations_.back()}, overrides);
@@ -38,6 +39,7 @@ class PresetJob {
  private:
   std::string preset_;
   std::vector<std::string> base_;
+  std::string platform_;
   std::vector<std::unique_ptr<platforms::Platform>> platforms_;
   std::vector<platforms::Allocation> allocations_;
 };
