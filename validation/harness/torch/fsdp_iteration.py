@@ -10,6 +10,11 @@ output projection, cross_entropy on fp32 logits. FSDP2 (fully_shard) per block, 
 bf16 parameters and fp32 gradient reduction, blocks reshard after forward except the last
 (torchtitan's apply_fsdp); fused AdamW; clipping at max_norm 1.0.
 
+--compile compiles each block as torchtitan's apply_compile does (after activation checkpointing,
+before FSDP); --float8 tensorwise|rowwise swaps every block linear (not the output) for torchao's
+Float8Linear as torchtitan's Float8Handler does, and --float8-all-gather all-gathers their
+weights in fp8 with the scales precomputed after each step (torchao is needed for both).
+
 Run: python3 fsdp_iteration.py --out f.yaml --trace f.json.gz        (one GPU)
      torchrun --standalone --nproc-per-node 8 fsdp_iteration.py ...   (several)
 validation/harness/torch/README.md has the details and the memory estimate.
@@ -194,6 +199,11 @@ def parse_args():
     p.add_argument("--micro-batch", type=int, default=2, help="sequences per GPU")
     p.add_argument("--ac", choices=["none", "selective", "full"], default="selective",
                    help="activation checkpointing of every block")
+    p.add_argument("--compile", action="store_true", help="torch.compile each block (torchtitan's training.compile)")
+    p.add_argument("--float8", choices=["none", "tensorwise", "rowwise"], default="none",
+                   help="torchao Float8Linear for the block linears (needs --compile, an SM89+ GPU and torchao)")
+    p.add_argument("--float8-all-gather", action="store_true",
+                   help="FSDP all-gathers the Float8 weights in fp8, scales precomputed (tensorwise only)")
     p.add_argument("--steps", type=int, default=10, help="timed iterations")
     p.add_argument("--warmup", type=int, default=3, help="untimed iterations first")
     p.add_argument("--seed", type=int, default=0)
@@ -207,6 +217,10 @@ def parse_args():
         p.error("--heads must divide --hidden and --kv-heads must divide --heads")
     if a.steps < 1 or a.warmup < 0:
         p.error("--steps must be >= 1 and --warmup >= 0")
+    if a.float8 != "none" and not a.compile:
+        p.error("--float8 is run as torchtitan runs it, under --compile")
+    if a.float8_all_gather and a.float8 != "tensorwise":
+        p.error("--float8-all-gather needs --float8 tensorwise (torchao's fp8 all-gather)")
     return a
 
 
@@ -219,9 +233,14 @@ def build(a, world):
     if sum(p.numel() for p in model.parameters()) != expected:  # stepsim's count (transformer.cpp)
         raise AssertionError(f"the model has {sum(p.numel() for p in model.parameters())} parameters, stepsim's "
                              f"transformer generator counts {expected}")
+    if a.float8 != "none":
+        convert_float8(model, a)
     if a.ac != "none":
         for i, block in enumerate(model.layers):
             model.layers[i] = Checkpointed(block, a.ac)
+    if a.compile:  # torchtitan's apply_compile: each block on its own, after AC, before FSDP
+        for i, block in enumerate(model.layers):
+            model.layers[i] = torch.compile(block, fullgraph=True)
     mesh = init_device_mesh("cuda", (world,))
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for i, block in enumerate(model.layers):
@@ -232,6 +251,22 @@ def build(a, world):
     optimizer = torch.optim.AdamW(model.parameters(), lr=8e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1,
                                   fused=True)
     return model, optimizer
+
+
+def convert_float8(model, a):
+    """torchtitan's Float8Handler: every nn.Linear but the output becomes a torchao Float8Linear
+    (dynamic scaling; tensorwise, or the rowwise recipe)."""
+    try:
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+    except ImportError as e:
+        raise SystemExit(f"fsdp_iteration: --float8 needs torchao ({e}); pip install torchao, or drop --float8")
+    if torch.cuda.get_device_capability() < (8, 9):
+        raise SystemExit("fsdp_iteration: --float8 needs FP8 tensor cores (SM89 or later); drop --float8")
+    if a.float8 == "rowwise":
+        config = Float8LinearConfig.from_recipe_name("rowwise")
+    else:
+        config = Float8LinearConfig(enable_fsdp_float8_all_gather=a.float8_all_gather)
+    convert_to_float8_training(model, config=config, module_filter_fn=lambda mod, fqn: fqn != "output")
 
 
 def clip_grad_norm(params, max_norm):
@@ -250,7 +285,9 @@ def run_values(a):
             "model.ffn_hidden": a.ffn_hidden, "model.vocab": a.vocab, "training.micro_batch": a.micro_batch,
             "training.sequence": a.seq, "training.gradient_accumulation": 1, "training.param_dtype": "bf16",
             "training.reduce_dtype": "fp32", "training.optimizer": "adamw", "training.max_norm": 1.0,
-            "fsdp.strategy": "FULL_SHARD", "fsdp.activation_checkpointing": a.ac, "fsdp.wrap": "layer"}
+            "fsdp.strategy": "FULL_SHARD", "fsdp.activation_checkpointing": a.ac, "fsdp.wrap": "layer",
+            "training.compile": a.compile, "training.float8": a.float8,
+            "training.float8_all_gather": a.float8_all_gather}
 
 
 def main():
@@ -272,6 +309,9 @@ def main():
         loss.backward()
         clip_grad_norm(params, 1.0)
         optimizer.step()
+        if a.float8_all_gather:  # torchtitan: the next all-gathers' scales, one all-reduce
+            from torchao.float8 import precompute_float8_dynamic_scale_for_fsdp
+            precompute_float8_dynamic_scale_for_fsdp(model)
         losses.append(loss.detach())
 
     times = runtime.time_steps(step, a.warmup, a.steps)
@@ -284,7 +324,9 @@ def main():
             "command": common.command_line(sys.argv, world, int(os.environ.get("LOCAL_WORLD_SIZE", world))),
             "date": date,
             "notes": (f"{clock} UTC; {world} rank(s); Llama 3 decoder, FSDP2 fully_shard per block then root, "
-                      f"bf16 params, fp32 reduce-scatter, AC {a.ac}, fused AdamW, clip_grad_norm 1.0; seed {a.seed}; "
+                      f"bf16 params, fp32 reduce-scatter, AC {a.ac}, compile {a.compile}, float8 {a.float8}"
+                      f"{' (fp8 all-gather)' if a.float8_all_gather else ''}, fused AdamW, clip_grad_norm 1.0; "
+                      f"seed {a.seed}; {common.kernel_launch_count(trace)} GPU kernels in the profiled iteration; "
                       f"{a.warmup} warm-up + {a.steps} timed iterations, each the slowest rank's; tokens_per_s is "
                       f"per GPU; peak memory (rank 0) {peak_gib:.1f} GiB; loss {float(losses[0]):.4f} -> "
                       f"{float(losses[-1]):.4f}; kernel entries: top {a.kernels} of one profiled iteration on "

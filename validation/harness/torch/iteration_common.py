@@ -238,6 +238,12 @@ def kernel_totals(trace, top):
     return out
 
 
+def kernel_launch_count(trace):
+    """GPU kernels in a Kineto trace (a dict from its JSON): what stepsim's kernel count per
+    iteration is compared with (eager launches far more than a compiled graph)."""
+    return sum(1 for e in trace.get("traceEvents", []) if e.get("ph") == "X" and e.get("cat") == "kernel")
+
+
 # ---------------------------------------------------------------- measurement file
 
 

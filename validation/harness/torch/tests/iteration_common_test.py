@@ -183,6 +183,11 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(len(common.kernel_totals(TRACE, 2)), 2)
         self.assertEqual(common.kernel_totals({"traceEvents": []}, 5), [])
 
+    def test_launch_count_counts_gpu_kernels_only(self):
+        # Five kernels; the CPU op, the copy and the flow event are not launches of a kernel.
+        self.assertEqual(common.kernel_launch_count(TRACE), 5)
+        self.assertEqual(common.kernel_launch_count({"traceEvents": []}), 0)
+
 
 class WriterTest(unittest.TestCase):
     def test_numbers(self):
