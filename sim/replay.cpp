@@ -182,9 +182,20 @@ Prediction replay(const workloads::Trace& trace, const Placement& placement, con
   ReplayCore core(trace, placement, plan);
   Prediction p;
   if (backend) {
-    core.run(*backend);
-    if (options.timeline) write_timeline(*options.timeline, core);
-    p = finish(core, plan, trace, placement, options.engine);
+    // Ranks that replay alike run once (ReplayCore::run), unless a timeline shows every rank.
+    // A trace that cannot finish is replayed whole again, so the report names every blocked rank.
+    const bool fold = options.timeline == nullptr;
+    std::unique_ptr<ReplayCore> whole;
+    try {
+      core.run(*backend, fold);
+    } catch (const ConfigError&) {
+      if (!fold) throw;
+      whole = std::make_unique<ReplayCore>(trace, placement, plan);
+      whole->run(*make_replay_backend(options.engine));
+    }
+    const ReplayCore& replayed = whole ? *whole : core;
+    if (options.timeline) write_timeline(*options.timeline, replayed);
+    p = finish(replayed, plan, trace, placement, options.engine);
   } else {
     p = replay_in_child(trace, placement, plan, core, options.timeline);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string_view>
 #include <tuple>
@@ -219,6 +220,22 @@ struct ReplayCore::Impl {
   void build_collectives();
   void build_p2p();
 
+  // Folding (see fold()): ranks that provably replay alike run once, as their representative.
+  std::vector<std::int32_t> rep_of;   ///< per rank: its representative (itself for one); empty: not folded
+  /// Per instance: where ghosts of its representative members meet (instance, member) and
+  /// which representative they follow: they arrive there when it arrives here.
+  struct Ghost {
+    std::int32_t instance, member, representative;
+  };
+  std::vector<std::vector<Ghost>> ghosts;
+  std::vector<char> live;             ///< per instance: has a representative member (runs)
+  std::int32_t collective_instances = 0;   ///< instances before the send/recv ones
+  bool ghost(int rank) const { return !rep_of.empty() && rep_of[static_cast<std::size_t>(rank)] != rank; }
+  int representative(int rank) const { return rep_of.empty() ? rank : rep_of[static_cast<std::size_t>(rank)]; }
+  void fold(ReplayBackend& backend);
+  /// Counts one member's arrival in an instance and starts it when it was the last.
+  bool meet(int index, OpId me, Seconds at);
+
   // The state machine.
   void push(int rank, int s) { work.push_back({rank, s}); }
   void drain();
@@ -251,7 +268,7 @@ struct ReplayCore::Impl {
   void woken(ReplayBackend::Token token);
   /// Records a member's arrival; starts the schedule when it is the last. True when the
   /// instance has one member: nothing to move, it completes on arrival.
-  bool arrive(int index, OpId me, Seconds at);
+  bool arrive(int index, int rank, OpId me, Seconds at);
   void member_done(ReplayBackend::Token token, int member);
 
   bool finished(int rank) const;
@@ -429,6 +446,7 @@ void ReplayCore::Impl::build_collectives() {
 }
 
 void ReplayCore::Impl::build_p2p() {
+  collective_instances = static_cast<std::int32_t>(instances.size());
   // (sender, receiver) -> peer slot of the sends in the sender's program and of the recvs in
   // the receiver's; ordered, so instances are numbered deterministically.
   std::map<std::pair<int, int>, std::pair<int, int>> pairs;
@@ -701,7 +719,7 @@ void ReplayCore::Impl::advance(int rank, int s) {
       st.waiting = -1;
       finish = begin;
     } else if (is_communication(op.kind)) {
-      if (!arrive(instance_of(rank, i), me, begin)) {
+      if (!arrive(instance_of(rank, i), rank, me, begin)) {
         // The stream holds until the backend reports this member done.
         start[at] = begin;
         pred[at] = why;
@@ -909,7 +927,15 @@ void ReplayCore::Impl::woken(ReplayBackend::Token token) {
   push(static_cast<int>(owner - stream_base.begin()), global - *owner);
 }
 
-bool ReplayCore::Impl::arrive(int index, OpId me, Seconds at) {
+bool ReplayCore::Impl::arrive(int index, int rank, OpId me, Seconds at) {
+  // Folded: the ghosts this representative stands for reach their instances now too.
+  if (!ghosts.empty())
+    for (const Ghost& g : ghosts[static_cast<std::size_t>(index)])
+      if (g.representative == rank) meet(g.instance, me, at);
+  return meet(index, me, at);
+}
+
+bool ReplayCore::Impl::meet(int index, OpId me, Seconds at) {
   Instance& in = instances[static_cast<std::size_t>(index)];
   if (in.arrived == 0 || at > in.begin) {
     in.begin = at;
@@ -930,6 +956,7 @@ bool ReplayCore::Impl::arrive(int index, OpId me, Seconds at) {
           schedule.compressed_piece_bytes > 0 ? backend->codec_offsets(schedule) : nullptr;
       for (int m = 0; m < in.members; ++m) {
         const int rank = member(in, m).first;
+        if (ghost(rank)) continue;   // its representative holds its own GPU
         std::vector<Hold>& list = holds[static_cast<std::size_t>(rank)];
         list.push_back({in.begin, finish ? in.begin + (*finish)[static_cast<std::size_t>(m)] : kNever,
                         schedule.channels, index});
@@ -946,6 +973,7 @@ bool ReplayCore::Impl::arrive(int index, OpId me, Seconds at) {
 void ReplayCore::Impl::codec_busy(int instance, int m, Seconds begin, Seconds end) {
   if (sm_count <= 1) return;
   const int rank = member(instances[static_cast<std::size_t>(instance)], m).first;
+  if (ghost(rank)) return;
   holds[static_cast<std::size_t>(rank)].push_back({begin, end, 0, -1, true});
   holds_changed(rank);
 }
@@ -953,6 +981,7 @@ void ReplayCore::Impl::codec_busy(int instance, int m, Seconds begin, Seconds en
 void ReplayCore::Impl::member_done(ReplayBackend::Token token, int m) {
   const Instance& in = instances[static_cast<std::size_t>(token)];
   const auto [rank, op] = member(in, m);
+  if (ghost(rank)) return;   // not replayed: its representative's op ends at the same time
   const OpId me = id(rank, op);
   const int s = program(rank).ops[static_cast<std::size_t>(op)].stream;
   StreamState& st = stream(rank, s);
@@ -1055,7 +1084,7 @@ void ReplayCore::Impl::deadlock() const {
   std::vector<std::string> lines;
   int blocked = 0;
   for (int rank = 0; rank < t.ranks; ++rank) {
-    if (finished(rank)) continue;
+    if (ghost(rank) || finished(rank)) continue;
     if (++blocked > kShown) continue;
     std::vector<std::string> why;
     for (int s = 0; s < stream_count(rank); ++s) {
@@ -1240,6 +1269,132 @@ std::vector<CriticalPathEntry> ReplayCore::Impl::critical_path(int rank) const {
   return entries;
 }
 
+// --- folding ----------------------------------------------------------------------------------
+
+// Ranks that replay alike, found by refinement (as bisimulation): at first ranks of one program
+// are alike; then two ranks stay alike while, on every group, their subgroups' instances time
+// alike for them (their finish offsets, SM channels and codec intervals, as the backend fixes
+// them at the start) and hold the same classes of members, and they send to and receive from
+// alike peers over alike transfers. Ranks alike at the end
+// reach every op at the same time: by induction over the replay, each of their instances starts
+// when the latest of alike members arrives and ends for each at the same offset. Only backends
+// that fix every finish at the start (analytical) can be folded; host copies (priced per rank's
+// route) keep every rank apart.
+void ReplayCore::Impl::fold(ReplayBackend& backend) {
+  for (const workloads::Program& program : t.programs)
+    for (const Op& op : program.ops)
+      if (op.kind == OpKind::memcpy && op.memcpy != workloads::MemcpyKind::device_to_device) return;
+  std::map<std::vector<double>, int> timing_ids;
+  auto intern = [](auto& table, auto key) {
+    return table.try_emplace(std::move(key), static_cast<int>(table.size())).first->second;
+  };
+  bool foldable = true;
+  // What member `m` of a schedule sees of it: when it finishes, the SM channels it holds and
+  // its codec intervals, all from the start.
+  auto timing = [&](const PlannedSchedule* planned, int m) {
+    if (!planned) return -1;
+    const models::Schedule& schedule = planned->schedule;
+    const std::vector<Seconds>* finish = backend.finish_offsets(schedule);
+    if (!finish) {
+      foldable = false;
+      return -1;
+    }
+    std::vector<double> key = {(*finish)[static_cast<std::size_t>(m)], static_cast<double>(schedule.channels)};
+    if (schedule.compressed_piece_bytes > 0) {
+      const std::vector<std::vector<BusyInterval>>* codec = backend.codec_offsets(schedule);
+      if (!codec) foldable = false;
+      else
+        for (const BusyInterval& busy : (*codec)[static_cast<std::size_t>(m)]) key.insert(key.end(), {busy.begin, busy.end});
+    }
+    return intern(timing_ids, std::move(key));
+  };
+  // Member m's timing over a run of consecutive instances (a subgroup's, a rank pair's).
+  std::map<std::vector<int>, int> run_ids;
+  auto run_timing = [&](int first, int count, int m) {
+    std::vector<int> key;
+    for (int k = 0; k < count; ++k) key.push_back(timing(instances[static_cast<std::size_t>(first + k)].schedule, m));
+    return intern(run_ids, std::move(key));
+  };
+  const auto subgroups = static_cast<std::size_t>(group_offset.back());
+  auto subgroup_end = [&](std::size_t i) { return i + 1 < subgroups ? subgroup_first[i + 1] : collective_instances; };
+  const auto ranks_count = static_cast<std::size_t>(t.ranks);
+  // Per rank and peer slot: the peer and the timing of their transfers.
+  std::vector<std::vector<std::pair<int, int>>> peers(ranks_count);
+  for (int rank = 0; rank < t.ranks; ++rank)
+    for (std::size_t slot = 0; slot < info(rank).peers.size(); ++slot) {
+      const auto& peer = info(rank).peers[slot];
+      Op op;
+      op.peer = peer.peer;
+      op.group = peer.group;
+      const int first = peer_first[static_cast<std::size_t>(peer_base[static_cast<std::size_t>(rank)]) + slot];
+      peers[static_cast<std::size_t>(rank)].push_back(
+          {workloads::peer_rank(t, rank, op), run_timing(first, static_cast<int>(peer.ops.size()), peer.send ? 0 : 1)});
+    }
+  if (!foldable) return;
+  // Per rank and group it is in: its timing over its subgroup's instances.
+  std::vector<std::vector<int>> group_timing(ranks_count, std::vector<int>(t.groups.size(), -1));
+  for (std::size_t g = 0; g < t.groups.size(); ++g)
+    for (std::size_t sg = 0; sg < t.groups[g].subgroups.size(); ++sg) {
+      const auto i = static_cast<std::size_t>(group_offset[g]) + sg;
+      const std::vector<int>& members = t.groups[g].subgroups[sg];
+      for (std::size_t m = 0; m < members.size(); ++m)
+        group_timing[static_cast<std::size_t>(members[m])][g] =
+            run_timing(subgroup_first[i], subgroup_end(i) - subgroup_first[i], static_cast<int>(m));
+    }
+  if (!foldable) return;
+  std::vector<int> color(ranks_count);
+  for (std::size_t r = 0; r < ranks_count; ++r) color[r] = t.program_of_rank[r];
+  int colors = static_cast<int>(t.programs.size());
+  for (;;) {
+    std::map<std::vector<std::int64_t>, int> signatures;
+    std::vector<int> next(ranks_count);
+    for (int rank = 0; rank < t.ranks; ++rank) {
+      std::vector<std::int64_t> key = {color[static_cast<std::size_t>(rank)]};
+      for (std::size_t g = 0; g < t.groups.size(); ++g) {
+        const int sg = t.groups[g].subgroup_of_rank[static_cast<std::size_t>(rank)];
+        if (sg < 0) continue;
+        // The start waits for the latest member: what matters is which classes meet, not where.
+        std::vector<int> met;
+        for (int m : t.groups[g].subgroups[static_cast<std::size_t>(sg)]) met.push_back(color[static_cast<std::size_t>(m)]);
+        std::sort(met.begin(), met.end());
+        key.insert(key.end(), {static_cast<std::int64_t>(g), group_timing[static_cast<std::size_t>(rank)][g]});
+        key.insert(key.end(), met.begin(), met.end());
+      }
+      for (std::size_t slot = 0; slot < peers[static_cast<std::size_t>(rank)].size(); ++slot) {
+        const auto [peer, transfers] = peers[static_cast<std::size_t>(rank)][slot];
+        key.insert(key.end(), {info(rank).peers[slot].send ? 1 : 0, transfers, color[static_cast<std::size_t>(peer)]});
+      }
+      next[static_cast<std::size_t>(rank)] = intern(signatures, std::move(key));
+    }
+    const int refined = static_cast<int>(signatures.size());
+    color = std::move(next);
+    if (refined == colors) break;
+    colors = refined;
+  }
+  if (colors == t.ranks) return;   // nothing alike: replay every rank
+  // The lowest rank of each class represents it.
+  std::vector<int> first_of(static_cast<std::size_t>(colors), -1);
+  rep_of.resize(ranks_count);
+  for (int rank = 0; rank < t.ranks; ++rank) {
+    int& first = first_of[static_cast<std::size_t>(color[static_cast<std::size_t>(rank)])];
+    if (first < 0) first = rank;
+    rep_of[static_cast<std::size_t>(rank)] = first;
+  }
+  live.assign(instances.size(), 0);
+  ghosts.assign(instances.size(), {});
+  for (std::size_t i = 0; i < instances.size(); ++i)
+    for (int m = 0; m < instances[i].members && !live[i]; ++m) live[i] = !ghost(member(instances[i], m).first);
+  for (std::size_t i = 0; i < instances.size(); ++i) {
+    if (!live[i]) continue;
+    for (int m = 0; m < instances[i].members; ++m) {
+      const auto [rank, op] = member(instances[i], m);
+      if (!ghost(rank) || op < 0) continue;
+      ghosts[static_cast<std::size_t>(instance_of(representative(rank), op))].push_back(
+          {static_cast<std::int32_t>(i), static_cast<std::int32_t>(m), representative(rank)});
+    }
+  }
+}
+
 // --- ReplayCore -------------------------------------------------------------------------------
 
 ReplayCore::ReplayCore(const workloads::Trace& trace, const Placement& placement, ReplayPlan& plan)
@@ -1252,17 +1407,19 @@ ReplayCore::ReplayCore(const workloads::Trace& trace, const Placement& placement
 
 ReplayCore::~ReplayCore() = default;
 
-void ReplayCore::run(ReplayBackend& backend) {
+void ReplayCore::run(ReplayBackend& backend, bool fold) {
   Impl& m = *impl_;
   m.backend = &backend;
   m.starts = &schedule_starts_;
   for (const auto& planned : plan_.schedules()) backend.declare(planned->schedule, planned->placement);
+  if (fold) m.fold(backend);
   ReplayBackend::Callbacks callbacks;
   // Token 0 starts every rank's CPU; the others wake a parked stream (see advance()).
   callbacks.woken = [&m](ReplayBackend::Token token, Seconds now) {
     m.now = now;
     if (token == 0) {
-      for (int rank = 0; rank < m.t.ranks; ++rank) m.push(rank, -1);
+      for (int rank = 0; rank < m.t.ranks; ++rank)
+        if (!m.ghost(rank)) m.push(rank, -1);
     } else {
       m.woken(token);
     }
@@ -1281,7 +1438,10 @@ void ReplayCore::run(ReplayBackend& backend) {
   backend.wake_at(0, 0);
   backend.run(callbacks);
   for (int rank = 0; rank < trace_.ranks; ++rank)
-    if (!m.finished(rank)) m.deadlock();
+    if (!m.ghost(rank) && !m.finished(rank)) m.deadlock();
+  // Instances only ghosts meet in ran, unreplayed, once each (for the links' bytes).
+  for (std::size_t i = 0; i < m.live.size(); ++i)
+    if (!m.live[i] && m.instances[i].schedule) ++schedule_starts_[static_cast<std::size_t>(m.instances[i].schedule->id)];
 }
 
 Prediction ReplayCore::prediction() const {
@@ -1290,15 +1450,22 @@ Prediction ReplayCore::prediction() const {
   p.ranks = trace_.ranks;
   p.rank_time.resize(static_cast<std::size_t>(trace_.ranks));
   for (int rank = 0; rank < trace_.ranks; ++rank) {
-    p.rank_time[static_cast<std::size_t>(rank)] = m.rank_time(rank);
+    p.rank_time[static_cast<std::size_t>(rank)] = m.rank_time(m.representative(rank));
     if (p.rank_time[static_cast<std::size_t>(rank)] > p.iteration_time) {
       p.iteration_time = p.rank_time[static_cast<std::size_t>(rank)];
       p.slowest_rank = rank;
     }
   }
   std::vector<std::tuple<Seconds, Seconds, int>> scratch;
+  std::map<int, Breakdown> of_representative;   // folded: each representative's, for its ghosts
   for (int rank = 0; rank < trace_.ranks; ++rank) {
-    const Breakdown b = m.breakdown(rank, p.iteration_time, scratch);
+    // A representative is the lowest rank of its class: its ghosts come after it.
+    Breakdown own;
+    if (!m.ghost(rank)) {
+      own = m.breakdown(rank, p.iteration_time, scratch);
+      if (!m.rep_of.empty()) of_representative.emplace(rank, own);
+    }
+    const Breakdown& b = m.ghost(rank) ? of_representative.at(m.representative(rank)) : own;
     p.breakdown.compute += b.compute / trace_.ranks;
     p.breakdown.communication += b.communication / trace_.ranks;
     p.breakdown.exposed_communication += b.exposed_communication / trace_.ranks;
@@ -1315,8 +1482,19 @@ Prediction ReplayCore::prediction() const {
   return p;
 }
 
-Seconds ReplayCore::start(int rank, int op) const { return impl_->start[static_cast<std::size_t>(impl_->id(rank, op))]; }
-Seconds ReplayCore::end(int rank, int op) const { return impl_->end[static_cast<std::size_t>(impl_->id(rank, op))]; }
+Seconds ReplayCore::start(int rank, int op) const {
+  return impl_->start[static_cast<std::size_t>(impl_->id(impl_->representative(rank), op))];
+}
+Seconds ReplayCore::end(int rank, int op) const {
+  return impl_->end[static_cast<std::size_t>(impl_->id(impl_->representative(rank), op))];
+}
+
+int ReplayCore::replayed_ranks() const {
+  if (impl_->rep_of.empty()) return trace_.ranks;
+  int count = 0;
+  for (int rank = 0; rank < trace_.ranks; ++rank) count += !impl_->ghost(rank);
+  return count;
+}
 
 int ReplayCore::meeting_count() const { return static_cast<int>(impl_->instances.size()); }
 

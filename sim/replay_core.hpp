@@ -78,12 +78,17 @@ class ReplayCore {
   ReplayCore& operator=(const ReplayCore&) = delete;
 
   /// @brief Declares the plan's schedules to `backend` and runs the iteration to its end.
-  /// Throws ConfigError listing the blocked ranks and ops when it cannot finish.
-  void run(ReplayBackend& backend);
+  /// Throws ConfigError listing the blocked ranks and ops when it cannot finish. With `fold`,
+  /// ranks that provably replay alike (the backend fixing every finish at the start) run once,
+  /// as the lowest of them, and the others report its times: every per-rank figure is the same
+  /// as without, the meetings of folded ranks are not replayed (no timeline then).
+  void run(ReplayBackend& backend, bool fold = false);
 
   /// @brief After run: iteration and rank times, breakdowns, critical path and ops replayed
   /// (links, engine and notes are the caller's).
   Prediction prediction() const;
+  /// @brief After run: the ranks actually replayed (the representatives when folded).
+  int replayed_ranks() const;
   /// @brief After run: started instances per PlannedSchedule::id (for link usage).
   const std::vector<std::int64_t>& schedule_starts() const { return schedule_starts_; }
 
