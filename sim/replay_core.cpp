@@ -45,7 +45,7 @@ std::string fold_indices(const std::string& name) {
 
 namespace {
 
-/// Global op id: op_base[rank] + op index. 32 bits keep the per-op arrays small.
+/// Global op id: id_base[rank] + op index (number_ops). 32 bits keep the per-op arrays small.
 using OpId = std::int32_t;
 /// pred of an op whose start was its issue time: the CPU chain determined it.
 constexpr OpId kByCpu = -1;
@@ -156,7 +156,11 @@ struct ReplayCore::Impl {
   const workloads::Trace& t;
   ReplayPlan& plan;
   std::vector<ProgramInfo> programs;
-  std::vector<std::int64_t> op_base;        ///< ranks + 1
+  std::int64_t total_ops = 0;               ///< op executions of the iteration, every rank's
+  /// Per rank: its first op id (number_ops); a folded ghost shares its representative's ids.
+  std::vector<std::int64_t> id_base;
+  std::vector<std::int32_t> id_owner;       ///< ranks with ids of their own, in id order
+  std::vector<std::int64_t> id_owner_first; ///< their first ids, increasing
   std::vector<std::int32_t> stream_base;    ///< ranks + 1
   std::vector<std::int32_t> event_base;     ///< ranks + 1
   std::vector<std::int32_t> peer_base;      ///< ranks + 1
@@ -185,12 +189,15 @@ struct ReplayCore::Impl {
   const ProgramInfo& info(int rank) const {
     return programs[static_cast<std::size_t>(t.program_of_rank[static_cast<std::size_t>(rank)])];
   }
-  OpId id(int rank, int op) const { return static_cast<OpId>(op_base[static_cast<std::size_t>(rank)] + op); }
+  OpId id(int rank, int op) const { return static_cast<OpId>(id_base[static_cast<std::size_t>(rank)] + op); }
   std::pair<int, int> locate(OpId id) const {
-    const auto it = std::upper_bound(op_base.begin(), op_base.end(), static_cast<std::int64_t>(id));
-    const int rank = static_cast<int>(it - op_base.begin()) - 1;
-    return {rank, static_cast<int>(id - op_base[static_cast<std::size_t>(rank)])};
+    const auto it = std::upper_bound(id_owner_first.begin(), id_owner_first.end(), static_cast<std::int64_t>(id));
+    const auto owner = static_cast<std::size_t>(it - id_owner_first.begin()) - 1;
+    return {id_owner[owner], static_cast<int>(id - id_owner_first[owner])};
   }
+  /// Numbers the ops of the ranks replayed (every rank, or the representatives when folded)
+  /// and sizes the per-op state to them.
+  void number_ops();
   StreamState& stream(int rank, int s) {
     return streams[static_cast<std::size_t>(stream_base[static_cast<std::size_t>(rank)] + s)];
   }
@@ -286,29 +293,24 @@ ReplayCore::Impl::Impl(const workloads::Trace& trace, ReplayPlan& prices, int sm
     : t(trace), plan(prices), sm_count(sms) {
   build_programs();
   const auto ranks_count = static_cast<std::size_t>(t.ranks);
-  op_base.assign(ranks_count + 1, 0);
   stream_base.assign(ranks_count + 1, 0);
   event_base.assign(ranks_count + 1, 0);
   peer_base.assign(ranks_count + 1, 0);
   for (std::size_t r = 0; r < ranks_count; ++r) {
     const workloads::Program& p = t.program(static_cast<int>(r));
-    op_base[r + 1] = op_base[r] + static_cast<std::int64_t>(p.ops.size());
+    total_ops += static_cast<std::int64_t>(p.ops.size());
     stream_base[r + 1] = stream_base[r] + static_cast<std::int32_t>(p.streams.size());
     event_base[r + 1] = event_base[r] + static_cast<std::int32_t>(p.events.size());
     peer_base[r + 1] = peer_base[r] + static_cast<std::int32_t>(info(static_cast<int>(r)).peers.size());
   }
   constexpr std::int64_t kMaxOps = std::numeric_limits<OpId>::max();
-  if (op_base.back() >= kMaxOps)
+  if (total_ops >= kMaxOps)
     throw ConfigError(t.origin, fmt::format("the iteration has {} op executions; a replay holds at most {}",
-                                            op_base.back(), kMaxOps),
+                                            total_ops, kMaxOps),
                       "replay fewer ranks or fewer ops per rank");
   build_collectives();
   build_p2p();
 
-  const auto total = static_cast<std::size_t>(op_base.back());
-  start.assign(total, 0);
-  end.assign(total, kNotDone);
-  pred.assign(total, kByCpu);
   streams.assign(static_cast<std::size_t>(stream_base.back()), StreamState{});
   ranks.assign(ranks_count, RankState{});
   last_record.assign(static_cast<std::size_t>(event_base.back()), -1);
@@ -906,7 +908,18 @@ void ReplayCore::Impl::holds_changed(int rank) {
     const auto k = static_cast<std::size_t>(p.stream_begin[static_cast<std::size_t>(s)] + st.head);
     const Seconds from = st.head < st.issued ? start[static_cast<std::size_t>(id(rank, p.stream_ops[k]))]
                                              : ranks[static_cast<std::size_t>(rank)].cpu;
-    earliest = std::min(earliest, std::max(st.last_end, from));
+    Seconds bound = std::max(st.last_end, from);
+    if (!st.parked) {
+      // The stream's next kernel starts once the ops before it are done (reach's lower bound):
+      // an all-gather stream waiting on an event issued long ago bounds no earlier than that.
+      const int length = stream_length(rank, s);
+      int c = st.head;
+      while (c < length && c < st.head + kReachSteps &&
+             !is_compute(program(rank).ops[static_cast<std::size_t>(p.stream_ops[static_cast<std::size_t>(p.stream_begin[static_cast<std::size_t>(s)] + c)])]))
+        ++c;
+      if (c > st.head && c < length && c < st.head + kReachSteps) bound = std::max(bound, reach(rank, s, c, -1, 0));
+    }
+    earliest = std::min(earliest, bound);
   }
   std::erase_if(list, [earliest](const Hold& h) { return h.end <= earliest; });
   push_parked(rank, -1);
@@ -1269,6 +1282,27 @@ std::vector<CriticalPathEntry> ReplayCore::Impl::critical_path(int rank) const {
   return entries;
 }
 
+void ReplayCore::Impl::number_ops() {
+  const auto ranks_count = static_cast<std::size_t>(t.ranks);
+  id_base.assign(ranks_count, 0);
+  id_owner.clear();
+  id_owner_first.clear();
+  std::int64_t next = 0;
+  for (int rank = 0; rank < t.ranks; ++rank) {
+    if (ghost(rank)) continue;
+    id_base[static_cast<std::size_t>(rank)] = next;
+    id_owner.push_back(rank);
+    id_owner_first.push_back(next);
+    next += static_cast<std::int64_t>(program(rank).ops.size());
+  }
+  for (int rank = 0; rank < t.ranks; ++rank)
+    if (ghost(rank)) id_base[static_cast<std::size_t>(rank)] = id_base[static_cast<std::size_t>(representative(rank))];
+  const auto total = static_cast<std::size_t>(next);
+  start.assign(total, 0);
+  end.assign(total, kNotDone);
+  pred.assign(total, kByCpu);
+}
+
 // --- folding ----------------------------------------------------------------------------------
 
 // Ranks that replay alike, found by refinement (as bisimulation): at first ranks of one program
@@ -1291,13 +1325,18 @@ void ReplayCore::Impl::fold(ReplayBackend& backend) {
   bool foldable = true;
   // What member `m` of a schedule sees of it: when it finishes, the SM channels it holds and
   // its codec intervals, all from the start.
+  std::vector<std::vector<int>> memo(plan.schedules().size());   // per schedule and member
   auto timing = [&](const PlannedSchedule* planned, int m) {
     if (!planned) return -1;
+    std::vector<int>& known = memo[static_cast<std::size_t>(planned->id)];
+    if (known.empty()) known.assign(static_cast<std::size_t>(planned->allocation.ranks()), -2);
+    int& id = known[static_cast<std::size_t>(m)];
+    if (id != -2) return id;
     const models::Schedule& schedule = planned->schedule;
     const std::vector<Seconds>* finish = backend.finish_offsets(schedule);
     if (!finish) {
       foldable = false;
-      return -1;
+      return id = -1;
     }
     std::vector<double> key = {(*finish)[static_cast<std::size_t>(m)], static_cast<double>(schedule.channels)};
     if (schedule.compressed_piece_bytes > 0) {
@@ -1306,7 +1345,7 @@ void ReplayCore::Impl::fold(ReplayBackend& backend) {
       else
         for (const BusyInterval& busy : (*codec)[static_cast<std::size_t>(m)]) key.insert(key.end(), {busy.begin, busy.end});
     }
-    return intern(timing_ids, std::move(key));
+    return id = intern(timing_ids, std::move(key));
   };
   // Member m's timing over a run of consecutive instances (a subgroup's, a rank pair's).
   std::map<std::vector<int>, int> run_ids;
@@ -1413,6 +1452,7 @@ void ReplayCore::run(ReplayBackend& backend, bool fold) {
   m.starts = &schedule_starts_;
   for (const auto& planned : plan_.schedules()) backend.declare(planned->schedule, planned->placement);
   if (fold) m.fold(backend);
+  m.number_ops();
   ReplayBackend::Callbacks callbacks;
   // Token 0 starts every rank's CPU; the others wake a parked stream (see advance()).
   callbacks.woken = [&m](ReplayBackend::Token token, Seconds now) {
@@ -1478,7 +1518,7 @@ Prediction ReplayCore::prediction() const {
     if (rank == p.slowest_rank) p.slowest_rank_breakdown = b;
   }
   p.critical_path = m.critical_path(p.slowest_rank);
-  p.ops_replayed = m.op_base.back();
+  p.ops_replayed = m.total_ops;   // folded ranks' ops count as their representative replayed them
   return p;
 }
 
