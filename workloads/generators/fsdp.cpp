@@ -368,24 +368,15 @@ class FsdpEmitter : public TransformerEmitter {
   // sync off for every micro-batch and reduce-scatters each unit once after the last backward
   // (perform_reduce_grad); activations go forward and their gradients back over the pp group.
   Trace emit_pipeline(const Blocks& blocks) {
-    const ProcessGroup& pp = b_.group_at(pp_group_);
     const int chunks = par_.pp * pipe_.virtual_stages;
     const std::vector<int> first = chunk_first_layers(m_.layers, chunks);
     for (int stage = 0; stage < par_.pp; ++stage) {
       begin_stage(stage, first);
-      for (const PipelineAction& a :
-           pipeline_actions(pipe_.schedule, par_.pp, pipe_.virtual_stages, t_.gradient_accumulation, stage)) {
-        if (a.forward)
-          forward_chunk(a, first, blocks);
-        else
-          backward_chunk(a, first, blocks);
-      }
+      run_stage(stage, first, blocks);
       reduce_stage();
       sync_tied_embeddings(stage);
       optimizer_step();
-      std::vector<int> ranks;
-      for (const std::vector<int>& replica : pp.subgroups) ranks.push_back(replica[static_cast<std::size_t>(stage)]);
-      b_.next_program(ranks);
+      hand_to_stage(stage);
     }
     add_notes(blocks.embedding, blocks.layer, blocks.head);
     add_pipeline_note(first);

@@ -95,21 +95,10 @@ class MegatronEmitter : public TransformerEmitter {
     for (int c = 0; c <= chunks; ++c) first.push_back(c * m_.layers / chunks);
     for (int stage = 0; stage < par_.pp; ++stage) {
       begin_stage(stage, first);
-      for (const PipelineAction& a :
-           pipeline_actions(pipe_.schedule, par_.pp, pipe_.virtual_stages, t_.gradient_accumulation, stage)) {
-        if (a.forward)
-          forward_chunk(a, first, blocks);
-        else
-          backward_chunk(a, first, blocks);
-      }
+      run_stage(stage, first, blocks);
       finalize_grads(stage);
       optimizer_step();
-      if (par_.pp > 1) {
-        std::vector<int> ranks;
-        for (const std::vector<int>& replica : b_.group_at(pp_group_).subgroups)
-          ranks.push_back(replica[static_cast<std::size_t>(stage)]);
-        b_.next_program(ranks);
-      }
+      if (par_.pp > 1) hand_to_stage(stage);
     }
     add_notes(blocks, first);
     return b_.finish();

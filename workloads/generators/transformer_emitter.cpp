@@ -140,6 +140,23 @@ void TransformerEmitter::backward_chunk(const PipelineAction& a, const std::vect
   leave_chunk_backward(a);
 }
 
+void TransformerEmitter::run_stage(int stage, const std::vector<int>& first, const Blocks& blocks) {
+  for (const PipelineAction& a :
+       pipeline_actions(pipe_.schedule, par_.pp, pipe_.virtual_stages, t_.gradient_accumulation, stage)) {
+    if (a.forward)
+      forward_chunk(a, first, blocks);
+    else
+      backward_chunk(a, first, blocks);
+  }
+}
+
+void TransformerEmitter::hand_to_stage(int stage) {
+  std::vector<int> ranks;
+  for (const std::vector<int>& replica : b_.group_at(pp_group_).subgroups)
+    ranks.push_back(replica[static_cast<std::size_t>(stage)]);
+  b_.next_program(ranks);
+}
+
 void TransformerEmitter::clip_norm_all_reduces(int dp_group) {
   if (t_.max_norm <= 0) return;
   if (dp_group >= 0) collective(compute_, "clip_grad_norm.all_reduce", CollectiveOp::allreduce, 4, dp_group);

@@ -60,6 +60,10 @@ class TransformerEmitter {
   /// chunk holds the whole model and nothing is sent.
   void forward_chunk(const PipelineAction& a, const std::vector<int>& first, const Blocks& blocks);
   void backward_chunk(const PipelineAction& a, const std::vector<int>& first, const Blocks& blocks);
+  /// @brief Stage `stage`'s passes in its schedule's order (pipe_, micro-batches from t_).
+  void run_stage(int stage, const std::vector<int>& first, const Blocks& blocks);
+  /// @brief Gives the program written so far to stage `stage`'s rank in every replica.
+  void hand_to_stage(int stage);
   /// @brief The activation (or its gradient) one pipeline hop carries: a micro-batch's residual
   /// stream, sequence-sharded under sequence parallelism.
   Bytes activation_bytes() const;

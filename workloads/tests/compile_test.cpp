@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "workloads/generators/transformer.hpp"
+#include "workloads/tests/block_kernels.hpp"
 #include "workloads/tests/parallel_layouts.hpp"
 
 namespace stepsim::workloads {
@@ -14,6 +15,9 @@ namespace {
 
 using transformer::Checkpointing;
 using transformer::Kernels;
+using testing::elementwise_bytes;
+using testing::gemm_flops;
+using testing::names;
 
 // Llama 3.1 8B's block: hidden 4096, 32 heads, 8 KV heads of 128, SwiGLU 14336.
 transformer::ModelConfig llama8b() {
@@ -32,26 +36,6 @@ transformer::TrainingConfig training(bool compile) {
   t.sequence = 8192;
   t.compile = compile;
   return t;
-}
-
-std::vector<std::string> names(const Kernels& kernels) {
-  std::vector<std::string> out;
-  for (const transformer::Kernel& k : kernels)
-    if (!k.comm && !k.is_wait()) out.push_back(k.name);
-  return out;
-}
-double elementwise_bytes(const Kernels& kernels) {
-  double bytes = 0;
-  for (const transformer::Kernel& k : kernels)
-    if (!k.comm && k.spec.kind == "elementwise")
-      bytes += k.spec.param("elements") * (k.spec.param("bytes_read") + k.spec.param("bytes_written"));
-  return bytes;
-}
-double gemm_flops(const Kernels& kernels) {
-  double flops = 0;
-  for (const transformer::Kernel& k : kernels)
-    if (!k.comm && k.spec.kind == "gemm") flops += 2 * k.spec.param("m") * k.spec.param("n") * k.spec.param("k");
-  return flops;
 }
 
 TEST(Compile, FusesEachChainBetweenGemmsIntoOneKernel) {

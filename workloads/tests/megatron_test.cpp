@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "workloads/generators/megatron_block.hpp"
+#include "workloads/tests/block_kernels.hpp"
 #include "workloads/tests/parallel_layouts.hpp"
 
 namespace stepsim::workloads {
@@ -16,6 +17,8 @@ namespace {
 using models::CollectiveOp;
 using transformer::Checkpointing;
 using transformer::Kernels;
+using testing::gemm_flops;
+using testing::names;
 using transformer::TensorParallel;
 
 // A Llama-style model small enough to count by hand: 4 blocks of hidden 1024, 8 heads, 2 KV heads.
@@ -35,18 +38,6 @@ transformer::TrainingConfig training(double sequence = 2048) {
   return t;
 }
 
-std::vector<std::string> names(const Kernels& kernels) {
-  std::vector<std::string> out;
-  for (const transformer::Kernel& k : kernels)
-    if (!k.comm && !k.is_wait()) out.push_back(k.name);
-  return out;
-}
-double gemm_flops(const Kernels& kernels) {
-  double flops = 0;
-  for (const transformer::Kernel& k : kernels)
-    if (!k.comm && k.spec.kind == "gemm") flops += 2 * k.spec.param("m") * k.spec.param("n") * k.spec.param("k");
-  return flops;
-}
 int comms(const Kernels& kernels, CollectiveOp op, double bytes) {
   return static_cast<int>(std::count_if(kernels.begin(), kernels.end(), [&](const transformer::Kernel& k) {
     return k.comm && k.comm->op == op && k.comm->bytes == bytes;
