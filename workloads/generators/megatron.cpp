@@ -80,7 +80,10 @@ class MegatronEmitter : public TransformerEmitter {
     pipe_ = par_.pp > 1 ? read_pipeline(doc, reader, par_.pp, m_, t_) : PipelineConfig{};
     check_pipeline(reader, doc);
     const DeviceMesh mesh = dense_mesh(par_);
-    dp_group_ = b_.group(mesh.group("dp", {"dp_shard"}));
+    // Gradients are reduced (and the distributed optimizer shards) over dp x cp: Megatron's
+    // data-parallel group with context parallelism.
+    dp_group_ = b_.group(mesh.group("dp", {"dp_shard", "cp"}));
+    dp_size_ = par_.dp_shard * par_.cp;
     make_model_parallel_groups(mesh);
     // Megatron-core's default bucket (distributed_data_parallel.py): large enough for NCCL's ring
     // chunks to stay bandwidth-bound at large dp.
@@ -88,8 +91,9 @@ class MegatronEmitter : public TransformerEmitter {
   }
 
   Trace emit() {
-    const Blocks blocks{embedding_block(m_, t_, false, tp_), megatron_layer_block(m_, t_, c_.recompute, tp_),
-                        head_block(m_, t_, false, tp_)};
+    const ContextParallel cp{par_.cp, true};
+    const Blocks blocks{embedding_block(m_, t_, false, tp_, cp), megatron_layer_block(m_, t_, c_.recompute, tp_, cp),
+                        head_block(m_, t_, false, tp_, cp)};
     const int chunks = par_.pp * pipe_.virtual_stages;
     std::vector<int> first;
     for (int c = 0; c <= chunks; ++c) first.push_back(c * m_.layers / chunks);
@@ -120,11 +124,9 @@ class MegatronEmitter : public TransformerEmitter {
                   "drop training.compile (and training.float8: Transformer Engine's FP8 is not modelled yet)");
     if (doc["context_parallel"])
       reader.fail("context_parallel", doc["context_parallel"],
-                  "Megatron-LM's context parallelism (Transformer Engine's ring attention) is not modelled yet",
-                  "drop the context_parallel section, or use framework: torchtitan");
-    if (par_.cp > 1)
-      refuse("cp", "Megatron-LM's context parallelism (Transformer Engine's ring attention) is not modelled yet",
-             "set parallelism.cp to 1, or use framework: torchtitan");
+                  "Megatron-LM passes keys and values rank to rank (Transformer Engine's p2p ring): the section "
+                  "configures torchtitan's rotation",
+                  "drop the context_parallel section with framework: megatron");
     if (par_.dp_replicate > 1)
       refuse("dp_replicate",
              "Megatron-LM shards its optimizer over the whole data-parallel group (one instance)",
@@ -202,7 +204,7 @@ class MegatronEmitter : public TransformerEmitter {
       if (buckets[static_cast<std::size_t>(k)].lowest == layer) finish_param_gather(a.chunk, k);
   }
   bool gathers_in_forward(const PipelineAction& a) const {
-    return c_.overlap_param_gather && a.microbatch == 0 && par_.dp_shard > 1;
+    return c_.overlap_param_gather && a.microbatch == 0 && dp_size_ > 1;
   }
   std::string gather_event(int chunk, int k) const { return fmt::format("chunks.{}.bucket{}.param_gather", chunk, k); }
   void start_param_gather(int chunk, int k) {
@@ -219,7 +221,7 @@ class MegatronEmitter : public TransformerEmitter {
   void leave_layer_backward(const PipelineAction& a, int layer) override { reduce_buckets(a, layer); }
   void leave_chunk_backward(const PipelineAction& a) override { reduce_buckets(a, -1); }
   void reduce_buckets(const PipelineAction& a, int lowest) {
-    if (a.microbatch + 1 != t_.gradient_accumulation || par_.dp_shard == 1) return;
+    if (a.microbatch + 1 != t_.gradient_accumulation || dp_size_ == 1) return;
     const std::vector<Bucket>& buckets = buckets_.at(a.chunk);
     for (std::size_t k = 0; k < buckets.size(); ++k)
       if (buckets[k].lowest == lowest) reduce_bucket(a.chunk, static_cast<int>(k));
@@ -258,13 +260,13 @@ class MegatronEmitter : public TransformerEmitter {
   // optimizer): clip, step, copy back to the bf16 parameters; then, without
   // overlap_param_gather, the distributed optimizer all-gathers every bucket at once.
   void optimizer_step() {
-    const double local = c_.distributed_optimizer ? stage_params_ / par_.dp_shard : stage_params_;
+    const double local = c_.distributed_optimizer ? stage_params_ / dp_size_ : stage_params_;
     b_.kernels(compute_, "", clip_norm_kernels(t_, local));
     clip_norm_all_reduces(c_.distributed_optimizer ? dp_group_ : -1);
     b_.kernels(compute_, "", clip_scale_kernels(t_, local));
     b_.kernels(compute_, "", optimizer_kernels(t_, local));
     b_.kernel(compute_, "", {"optimizer.copy_main_to_model_params", elementwise(t_.param_dtype, local, 4, a_, 0)});
-    if (!c_.distributed_optimizer || c_.overlap_param_gather || par_.dp_shard == 1) return;
+    if (!c_.distributed_optimizer || c_.overlap_param_gather || dp_size_ == 1) return;
     for (const auto& [chunk, buckets] : buckets_)
       for (std::size_t k = buckets.size(); k-- > 0;)
         collective(compute_, fmt::format("chunks.{}.bucket{}.param_all_gather", chunk, k), CollectiveOp::allgather,
@@ -272,14 +274,14 @@ class MegatronEmitter : public TransformerEmitter {
   }
 
   void add_notes(const Blocks& blocks, const std::vector<int>& first) {
-    b_.set_work_and_note(m_, t_, tp_.tp * par_.pp);
+    b_.set_work_and_note(m_, t_, tp_.tp * par_.pp * par_.cp);
     if (tp_.tp > 1) add_tp_note(blocks.layer);
     std::size_t buckets = 0;
     for (const auto& [chunk, list] : buckets_) buckets += list.size();
     b_.note(fmt::format(
         "Megatron-LM data parallelism over {} rank(s): {}, gradients in {} fp32 buckets (last stage's count) of "
         "at least {:.3g} parameters, reduced once on the last micro-batch{}{}",
-        par_.dp_shard,
+        dp_size_,
         c_.distributed_optimizer ? "distributed optimizer (ZeRO-1: gradients reduce-scattered, bf16 parameters "
                                    "all-gathered, optimizer states sharded)"
                                  : "DDP (gradients all-reduced, optimizer states replicated)",
@@ -301,6 +303,7 @@ class MegatronEmitter : public TransformerEmitter {
 
   const MegatronConfig& c_;
   int dp_group_ = -1;
+  int dp_size_ = 1;   ///< dp_shard x cp
   double bucket_size_ = 0;
   std::map<int, std::vector<Bucket>> buckets_;   ///< per chunk of the stage, in reduction order
   double stage_params_ = 0;

@@ -72,11 +72,11 @@ ModuleOp column_parallel(const OpFactory& f, const ModelConfig& m, const std::st
 }  // namespace
 
 Block megatron_layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing checkpointing,
-                           const TensorParallel& tp) {
+                           const TensorParallel& tp, const ContextParallel& cp) {
   const OpFactory f(m, t);
   const Dims full = dims(m);
   const Dims d{full.h, full.q / tp.tp, full.kv / tp.tp, full.f / tp.tp, full.v};
-  const double tokens = t.tokens(), a = f.act();
+  const double tokens = t.tokens() / cp.cp, a = f.act();
   const double sp_tokens = tp.sequence_parallel ? tokens / tp.tp : tokens;
   int tag = kBackwardTags;
   std::vector<ModuleOp> ops;
@@ -90,18 +90,23 @@ Block megatron_layer_block(const ModelConfig& m, const TrainingConfig& t, Checkp
     // TEDotProductAttention: one fused (flash / cuDNN) kernel each way; grouped-query attention
     // reads the kv_heads keys and values as they are (no repeat_kv copy, no transposes: the
     // sbhd layout feeds it directly).
-    ModuleOp core;
-    core.attention = true;
     models::KernelSpec spec;
     spec.kind = "attention";
     spec.dtype = t.param_dtype;
+    const double local = double(t.sequence) / cp.cp;
     spec.params = {{"batch", double(t.micro_batch)}, {"heads", double(m.heads) / tp.tp},
-                   {"kv_heads", double(m.kv_heads) / tp.tp}, {"seq_q", double(t.sequence)},
-                   {"seq_kv", double(t.sequence)}, {"head_dim", double(m.head_dim())}, {"causal", 1}, {"backward", 0}};
-    core.forward = {{"self_attention.core_attention", spec}};
-    spec.params["backward"] = 1;
-    core.backward = {{"self_attention.core_attention.backward", spec}};
-    ops.push_back(core);
+                   {"kv_heads", double(m.kv_heads) / tp.tp}, {"seq_q", local}, {"seq_kv", local},
+                   {"head_dim", double(m.head_dim())}, {"causal", 1}, {"backward", 0}};
+    if (cp.cp > 1) {
+      ops.push_back(ring_attention(f, spec, tokens, d.q, d.kv, cp, RingFlavour::transformer_engine));
+    } else {
+      ModuleOp core;
+      core.attention = true;
+      core.forward = {{"self_attention.core_attention", spec}};
+      spec.params["backward"] = 1;
+      core.backward = {{"self_attention.core_attention.backward", spec}};
+      ops.push_back(core);
+    }
   }
   {
     ModuleOp proj = f.linear("self_attention.linear_proj", tokens, d.q, d.h);

@@ -12,8 +12,9 @@
 namespace stepsim::workloads::transformer {
 
 /// @brief One block's kernels under Megatron-LM's recompute: selective reruns the core
-/// attention, full the whole block.
+/// attention, full the whole block. With context parallelism the rank holds sequence / cp
+/// tokens and the core attention is Transformer Engine's p2p ring (ring_attention).
 Block megatron_layer_block(const ModelConfig& model, const TrainingConfig& training, Checkpointing checkpointing,
-                           const TensorParallel& tp);
+                           const TensorParallel& tp, const ContextParallel& cp = {});
 
 }  // namespace stepsim::workloads::transformer

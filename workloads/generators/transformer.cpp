@@ -429,21 +429,30 @@ ModuleOp sdpa(models::KernelSpec spec) {
   return op;
 }
 
+}  // namespace
+
 // torch's ring attention (_templated_ring_attention and its backward, torch/distributed/tensor/
-// experimental/_attention.py) over a rank's `tokens` queries, keys and values of `width`
-// (heads x head_dim) each. Step 0 attends the local chunks causally; step i > 0 attends them to
-// the keys and values of rank r - i: with the head-tail balancer either all queries to half the
-// keys or half the queries to all of them, the same work, without the causal mask. Each step
-// first concatenates K and V into the buffer it passes on (all-gathered once at step 0, or sent
-// to the next rank with alltoall) and merges its output into an fp32 running one by the
-// logsumexp (out - sigmoid(lse_b - lse) (out - out_b), lse - logsigmoid(lse - lse_b)).
-// Backward rotates K and V again and the fp32 K/V gradients rank to rank at every step
-// (always alltoall), accumulating each step's gradients in fp32.
-ModuleOp ring_attention(const OpFactory& f, const models::KernelSpec& local, double tokens, double width,
-                        const ContextParallel& cp) {
+// experimental/_attention.py) over a rank's `tokens` queries of `q_width` (heads x head_dim)
+// and keys and values of `kv_width` each. Step 0 attends the local chunks causally; step i > 0
+// attends them to the keys and values of rank r - i: with the head-tail balancer either all
+// queries to half the keys or half the queries to all of them, the same work, without the
+// causal mask. torch: each step first concatenates K and V into the buffer it passes on
+// (all-gathered once at step 0, or sent to the next rank with alltoall) and merges its output
+// into an fp32 running one by the logsumexp (out - sigmoid(lse_b - lse) (out - out_b),
+// lse - logsigmoid(lse - lse_b)); backward rotates K and V again and the fp32 K/V gradients
+// rank to rank at every step (always alltoall), accumulating each step's gradients in fp32.
+// Transformer Engine (AttnFuncWithCPAndKVP2P, Megatron's cp_comm_type p2p): K and V live in one
+// buffer passed rank to rank (no concatenation, grouped-query K/V not expanded), each step's
+// output corrected by two fused kernels (the logsumexp's and the output's), backward passing
+// K/V and their gradients in the activation dtype and adding each step's gradients.
+ModuleOp ring_attention(const OpFactory& f, const models::KernelSpec& local, double tokens, double q_width,
+                        double kv_width, const ContextParallel& cp, RingFlavour flavour) {
   constexpr int kTags = 2000;   // clear of async TP's and Megatron's tags
-  const double a = f.act(), e = tokens * width, lse = tokens * local.param("heads");
-  const Bytes kv = 2 * e * a, grad_kv = 2 * e * 4;
+  const bool torch = flavour == RingFlavour::torch;
+  const double a = f.act(), e = tokens * q_width, kv_elements = 2 * tokens * kv_width;
+  const double lse = tokens * local.param("heads");
+  const double g = torch ? 4 : a;   // bytes of a K/V gradient element on the ring
+  const Bytes kv = kv_elements * a, grad_kv = kv_elements * g;
   auto comm = [&](const std::string& name, models::CollectiveOp op, Bytes bytes, int tag) {
     Kernel k = OpFactory::comm(name, op, bytes, Comm::Group::cp);
     k.comm->tag = kTags + tag;
@@ -458,26 +467,33 @@ ModuleOp ring_attention(const OpFactory& f, const models::KernelSpec& local, dou
     s.params["backward"] = backward ? 1 : 0;
     return s;
   };
+  const bool ring = cp.all_to_all || !torch;   // K/V passed rank to rank under each step
   // The key/value exchange that step i issues, and the wait step i + 1 does for it.
-  auto rotate = [&](Kernels& out, const std::string& pass, int step, int tag_base) {
-    out.push_back(f.ew(fmt::format("attention.cp.{}step{}.cat_kv", pass, step), 2 * e, a, a, 0));
-    if (cp.all_to_all)
+  auto rotate = [&](Kernels& out, const std::string& pass, int step) {
+    if (torch) out.push_back(f.ew(fmt::format("attention.cp.{}step{}.cat_kv", pass, step), kv_elements, a, a, 0));
+    if (ring)
       out.push_back(comm(fmt::format("attention.cp.{}step{}.send_kv", pass, step), models::CollectiveOp::sendrecv, kv,
-                         tag_base + step));
+                         step));
     else if (step == 0)
       out.push_back(comm(fmt::format("attention.cp.{}all_gather_kv", pass), models::CollectiveOp::allgather,
-                         kv * cp.cp, tag_base));
+                         kv * cp.cp, 0));
   };
-  auto wait_kv = [&](Kernels& out, int step, int tag_base) {
-    if (cp.all_to_all || step == 1) out.push_back(Kernel::wait_for(kTags + tag_base + (cp.all_to_all ? step - 1 : 0)));
+  auto wait_kv = [&](Kernels& out, int step) {
+    if (ring || step == 1) out.push_back(Kernel::wait_for(kTags + (ring ? step - 1 : 0)));
   };
   ModuleOp op;
   op.attention = true;
   for (int i = 0; i < cp.cp; ++i) {
     const std::string at = fmt::format("attention.cp.step{}.", i);
-    if (i > 0) wait_kv(op.forward, i, 0);
-    if (i + 1 < cp.cp) rotate(op.forward, "", i, 0);
+    if (i > 0) wait_kv(op.forward, i);
+    if (i + 1 < cp.cp) rotate(op.forward, "", i);
     op.forward.push_back({at + "sdpa", step_spec(i, false)});
+    if (!torch) {
+      if (i > 0)
+        op.forward.insert(op.forward.end(), {f.ew(at + "lse_correction", lse, 8, 4, 4),
+                                             f.ew(at + "out_correction", e, 4 + a, 4, 4)});
+      continue;
+    }
     op.forward.push_back(f.ew(at + "merge.float", e, a, 4, 0));
     if (i == 0) continue;
     op.forward.insert(op.forward.end(),
@@ -489,23 +505,26 @@ ModuleOp ring_attention(const OpFactory& f, const models::KernelSpec& local, dou
   op.forward.push_back(f.ew("attention.cp.out.to", e, 4, a, 0));
   const int grad_tags = cp.cp;   // the kv exchanges use 0 .. cp - 1, the gradients' cp .. 2 cp - 1
   Kernels& b = op.backward;
-  b = {f.ew("attention.cp.backward.zeros_q", e, 0, 4, 0), f.ew("attention.cp.backward.zeros_kv", 2 * e, 0, 4, 0)};
+  if (torch)
+    b = {f.ew("attention.cp.backward.zeros_q", e, 0, 4, 0), f.ew("attention.cp.backward.zeros_kv", kv_elements, 0, 4, 0)};
   for (int i = 0; i < cp.cp; ++i) {
     const std::string at = fmt::format("attention.cp.backward.step{}.", i);
-    if (i > 0) wait_kv(b, i, 0);
-    if (i + 1 < cp.cp) rotate(b, "backward.", i, 0);
+    if (i > 0) wait_kv(b, i);
+    if (i + 1 < cp.cp) rotate(b, "backward.", i);
     b.push_back({at + "sdpa", step_spec(i, true)});
     if (i > 0) b.push_back(Kernel::wait_for(kTags + grad_tags + i - 1));
-    b.push_back(f.ew(at + "accumulate_kv", 2 * e, 4 + a, 4));
-    b.push_back(f.ew(at + "cat_grad_kv", 2 * e, 4, 4, 0));
+    b.push_back(f.ew(at + "accumulate_kv", kv_elements, g + a, g));
+    if (torch) b.push_back(f.ew(at + "cat_grad_kv", kv_elements, 4, 4, 0));
     b.push_back(comm(at + "send_grad_kv", models::CollectiveOp::sendrecv, grad_kv, grad_tags + i));
-    b.push_back(f.ew(at + "accumulate_q", e, 4 + a, 4));
+    b.push_back(f.ew(at + "accumulate_q", e, g + a, g));
   }
-  b.push_back(f.ew("attention.cp.backward.grad_q.to", e, 4, a, 0));
+  if (torch) b.push_back(f.ew("attention.cp.backward.grad_q.to", e, 4, a, 0));
   b.push_back(Kernel::wait_for(kTags + grad_tags + cp.cp - 1));
-  b.push_back(f.ew("attention.cp.backward.grad_kv.to", 2 * e, 4, a, 0));
+  if (torch) b.push_back(f.ew("attention.cp.backward.grad_kv.to", kv_elements, 4, a, 0));
   return op;
 }
+
+namespace {
 
 // --- torch.compile of a block (torchtitan's apply_compile: each TransformerBlock on its own,
 // fullgraph) --------------------------------------------------------------------------------
@@ -680,7 +699,7 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
     spec.params = {{"batch", double(t.micro_batch)}, {"heads", heads}, {"kv_heads", heads},
                    {"seq_q", tokens / t.micro_batch}, {"seq_kv", tokens / t.micro_batch},
                    {"head_dim", double(m.head_dim())}, {"causal", 1}, {"backward", 0}};
-    ops.push_back(cp.cp > 1 ? ring_attention(f, spec, tokens, d.q, cp) : sdpa(spec));
+    ops.push_back(cp.cp > 1 ? ring_attention(f, spec, tokens, d.q, d.q, cp, RingFlavour::torch) : sdpa(spec));
   }
   {
     // output.transpose(1, 2).contiguous(); the backward copies the gradient back.

@@ -224,4 +224,11 @@ Block assemble(const std::vector<ModuleOp>& ops, const std::vector<std::string>&
   return block;
 }
 
+/// @brief Whose ring attention: torch's context_parallel or Transformer Engine's p2p ring.
+enum class RingFlavour : std::uint8_t { torch, transformer_engine };
+/// @brief Context parallelism's ring attention over a rank's `tokens` (transformer.cpp has the
+/// steps, their exchanges and kernels); `local` is the attention of the local chunks.
+ModuleOp ring_attention(const OpFactory& f, const models::KernelSpec& local, double tokens, double q_width,
+                        double kv_width, const ContextParallel& cp, RingFlavour flavour);
+
 }  // namespace stepsim::workloads::transformer

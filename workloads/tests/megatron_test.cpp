@@ -114,6 +114,28 @@ TEST(MegatronBlock, SelectiveRecomputeRerunsTheCoreAttentionFullRerunsTheBlock) 
   EXPECT_EQ(names(full.recompute).size(), names(full.forward).size());
 }
 
+TEST(MegatronBlock, ContextParallelPassesKeysAndValuesRankToRank) {
+  // Transformer Engine's p2p ring over cp = 4: 1/4 of 2048 tokens per rank; K and V (2 KV heads
+  // of 128, not expanded) go to the next rank under each of the first three steps, forward and
+  // backward; their bf16 gradients under every step; each step attends 512 queries.
+  const transformer::ContextParallel cp{4, true};
+  const transformer::Block b = transformer::megatron_layer_block(small_llama(), training(), Checkpointing::none, {}, cp);
+  const double kv = 2 * 512.0 * 256 * 2;   // K and V of the rank's 512 tokens, bf16
+  EXPECT_EQ(comms(b.forward, CollectiveOp::sendrecv, kv), 3);
+  EXPECT_EQ(comms(b.backward, CollectiveOp::sendrecv, kv), 3 + 4);
+  int steps = 0;
+  for (const transformer::Kernel& k : b.forward)
+    if (!k.comm && k.spec.kind == "attention") {
+      EXPECT_EQ(k.spec.param("seq_q"), 512);
+      EXPECT_EQ(k.spec.param("kv_heads"), 2);
+      ++steps;
+    }
+  EXPECT_EQ(steps, 4);
+  // The GEMMs see a quarter of the tokens.
+  const transformer::Block whole = transformer::megatron_layer_block(small_llama(), training(), Checkpointing::none, {});
+  EXPECT_NEAR(gemm_flops(b.forward), gemm_flops(whole.forward) / 4, 1e-9 * gemm_flops(whole.forward));
+}
+
 // The gpt3-175b-megatron preset shrunk to 8 blocks of hidden 1024 on one dgx-h100 node.
 class MegatronIterationTest : public ::testing::Test {
  protected:
@@ -167,6 +189,15 @@ TEST_F(MegatronIterationTest, DdpAllReducesGradientsInBuckets) {
   EXPECT_EQ(testing::count(after, 0, dp, CollectiveOp::allreduce, kParams * 4), 1);
 }
 
+TEST_F(MegatronIterationTest, ContextParallelRanksReduceGradientsWithTheirDataParallelPeers) {
+  const Trace t = load({"parallelism.cp=2", "megatron.distributed_optimizer=true"});
+  const int dp = testing::group_named(t, "dp");
+  // Megatron's data-parallel group with context parallelism: dp_shard 4 x cp 2.
+  EXPECT_EQ(t.groups[dp].subgroups.front().size(), 8u);
+  EXPECT_NEAR(sum_bytes(t, 0, dp, CollectiveOp::reduce_scatter), kParams * 4, 1e-9 * kParams);
+  EXPECT_GE(testing::group_named(t, "cp"), 0);
+}
+
 TEST_F(MegatronIterationTest, PipelineStagesSplitTheBlocksEvenly) {
   const Trace t = load({"parallelism.pp=4", "training.gradient_accumulation=8", "pipeline.schedule=Interleaved1F1B"});
   const int pp = testing::group_named(t, "pp");
@@ -189,7 +220,8 @@ TEST_F(MegatronIterationTest, BadInputNamesTheKey) {
   EXPECT_NE(error({"megatron.overlap_param_gather=true"}).find("megatron.overlap_param_gather"), std::string::npos);
   EXPECT_NE(error({"model.layers=6", "parallelism.pp=4"}).find("parallelism.pp"), std::string::npos);
   EXPECT_NE(error({"parallelism.pp=2", "pipeline.schedule=GPipe"}).find("pipeline.schedule"), std::string::npos);
-  EXPECT_NE(error({"parallelism.cp=2"}).find("parallelism.cp"), std::string::npos);
+  EXPECT_NE(error({"parallelism.cp=2", "context_parallel.rotate_method=alltoall"}).find("context_parallel"),
+            std::string::npos);
   EXPECT_NE(error({"parallelism.dp_replicate=2"}).find("parallelism.dp_replicate"), std::string::npos);
   EXPECT_NE(error({"framework=deepspeed"}).find("framework"), std::string::npos);
   EXPECT_NE(error({"megatron.recompute=everything"}).find("megatron.recompute"), std::string::npos);
