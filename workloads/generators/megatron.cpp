@@ -73,10 +73,6 @@ class MegatronEmitter : public TransformerEmitter {
     const YAML::Node section = doc["parallelism"];
     check_modelled(reader, doc);
     tp_ = read_tensor_parallel(doc, reader, par_.tp, m_, section ? section["tp"] : YAML::Node());
-    if (tp_.async)
-      reader.fail("tensor_parallel.async", doc["tensor_parallel"]["async"],
-                  "Transformer Engine's userbuffer overlap (--tp-comm-overlap) is not modelled yet",
-                  "drop tensor_parallel.async with framework: megatron");
     pipe_ = par_.pp > 1 ? read_pipeline(doc, reader, par_.pp, m_, t_) : PipelineConfig{};
     check_pipeline(reader, doc);
     const DeviceMesh mesh = dense_mesh(par_);

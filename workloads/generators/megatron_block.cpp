@@ -148,7 +148,7 @@ Block megatron_layer_block(const ModelConfig& m, const TrainingConfig& t, Checkp
                                                  "mlp.linear_fc1", "mlp.linear_fc2"};
   // Megatron-LM's recompute: selective reruns the core attention only (recompute_modules'
   // default ["core_attn"]); full (uniform, one layer per checkpoint) the whole block from its input.
-  return assemble(ops, registration, [&](std::size_t i) {
+  Block block = assemble(ops, registration, [&](std::size_t i) {
     switch (checkpointing) {
       case Checkpointing::none: return true;
       case Checkpointing::selective: return !ops[i].attention;
@@ -156,6 +156,13 @@ Block megatron_layer_block(const ModelConfig& m, const TrainingConfig& t, Checkp
     }
     return true;
   });
+  // --tp-comm-overlap (Transformer Engine's userbuffers): each all-gather feeding a GEMM and each
+  // GEMM feeding a reduce-scatter runs as tp chunks, a chunk's transfer under a chunk's GEMM, as
+  // torch's micro_pipeline_tp splits them (the backward's own async collectives stay whole).
+  if (tp.tp > 1 && tp.async)
+    for (Kernels* pass : {&block.forward, &block.recompute, &block.backward})
+      *pass = micro_pipeline(*pass, tp.tp, tokens, tokens * m.hidden * a);
+  return block;
 }
 
 }  // namespace stepsim::workloads::transformer
