@@ -244,7 +244,7 @@ class FsdpEmitter : public TransformerEmitter {
       pipe_ = read_pipeline(doc, reader, 1, m_, t_);
       make_groups(job, reader, doc);
     }
-    cp_ = read_context_parallel(doc, reader, par_.cp);
+    cp_ = read_context_parallel(doc, reader, par_.cp, t_);
     if (m_.moe.enabled() && t_.compile)
       reader.fail("training.compile", doc["training"]["compile"], "torch.compile of MoE blocks is not modelled yet",
                   "set training.compile: false for a model with model.moe");

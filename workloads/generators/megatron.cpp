@@ -123,6 +123,7 @@ class MegatronEmitter : public TransformerEmitter {
                   "Megatron-LM passes keys and values rank to rank (Transformer Engine's p2p ring): the section "
                   "configures torchtitan's rotation",
                   "drop the context_parallel section with framework: megatron");
+    check_context_split(doc, reader, par_.cp, t_);
     if (par_.dp_replicate > 1)
       refuse("dp_replicate",
              "Megatron-LM shards its optimizer over the whole data-parallel group (one instance)",

@@ -144,7 +144,19 @@ void check_dtypes(const TrainingConfig& t, const platforms::GpuModel& gpu, const
                 "set training.float8: none, or use an H100, H200 or B200 platform");
 }
 
-ContextParallel read_context_parallel(const YAML::Node& doc, const YamlReader& reader, int cp) {
+void check_context_split(const YAML::Node& doc, const YamlReader& reader, int cp, const TrainingConfig& t) {
+  if (cp == 1 || t.sequence % (2 * cp) == 0) return;
+  const YAML::Node sequence = doc["training"]["sequence"];
+  reader.fail("training.sequence", sequence ? sequence : doc["training"],
+              fmt::format("context parallelism over {} ranks cuts each sequence into {} equal chunks (one from each "
+                          "end per rank), but {} tokens do not divide by {}",
+                          cp, 2 * cp, t.sequence, 2 * cp),
+              fmt::format("use a sequence length that is a multiple of {}", 2 * cp));
+}
+
+ContextParallel read_context_parallel(const YAML::Node& doc, const YamlReader& reader, int cp,
+                                      const TrainingConfig& training) {
+  check_context_split(doc, reader, cp, training);
   ContextParallel out{cp, false};
   const YAML::Node section = doc["context_parallel"];
   if (!section) return out;

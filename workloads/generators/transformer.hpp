@@ -139,8 +139,13 @@ struct ContextParallel {
 };
 
 /// @brief Reads `context_parallel:` (rotate_method: allgather | alltoall) for `cp` ranks; the
-/// section needs cp > 1.
-ContextParallel read_context_parallel(const YAML::Node& doc, const platforms::YamlReader& reader, int cp);
+/// section needs cp > 1, and the sequence must split into 2 x cp equal chunks (check_context_split).
+ContextParallel read_context_parallel(const YAML::Node& doc, const platforms::YamlReader& reader, int cp,
+                                      const TrainingConfig& training);
+/// @brief The head-tail load balancer (torch's and Megatron's) cuts each sequence into 2 x cp
+/// equal chunks: training.sequence must be a multiple of 2 x cp (error naming the fix).
+void check_context_split(const YAML::Node& doc, const platforms::YamlReader& reader, int cp,
+                         const TrainingConfig& training);
 
 /// @brief Reads `tensor_parallel:` (keys and defaults in docs/parallelism.md) for `tp` ranks:
 /// heads and kv_heads must divide by tp, and so must ffn_hidden and vocab.

@@ -63,6 +63,8 @@ TEST(ContextParallel, AllToAllRotationPassesKeysAndValuesRankToRank) {
   EXPECT_NE(job.error({"context_parallel.rotate_method=ring", "parallelism.cp=2"}).find("context_parallel.rotate_method"),
             std::string::npos);
   EXPECT_NE(job.error({"context_parallel.rotate_method=alltoall"}).find("context_parallel"), std::string::npos);
+  // The load balancer cuts a sequence into 2 x cp equal chunks: 4100 tokens do not split 8 ways.
+  EXPECT_NE(job.error({"parallelism.cp=4", "training.sequence=4100"}).find("training.sequence"), std::string::npos);
 }
 
 TEST(ContextParallel, EveryTokenWiseOpRunsOnTheRanksShare) {
