@@ -32,6 +32,7 @@ struct MegatronConfig {
   bool overlap_param_gather = false;    ///< --overlap-param-gather (needs the distributed optimizer)
   double bucket_size = 0;               ///< --ddp-bucket-size, parameters; 0: max(4e7, 1e6 x dp)
   Checkpointing recompute = Checkpointing::none;   ///< --recompute-granularity
+  int vocab_divisible_by = 128;         ///< --make-vocab-size-divisible-by (x tp)
 };
 
 MegatronConfig read_megatron(const YAML::Node& doc, const YamlReader& reader) {
@@ -41,7 +42,8 @@ MegatronConfig read_megatron(const YAML::Node& doc, const YamlReader& reader) {
   if (!section.IsMap())
     reader.fail("megatron", section, "expected a section", "write e.g. megatron: {distributed_optimizer: true}");
   reader.check_keys(section, "megatron",
-                    {"distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "bucket_size", "recompute"});
+                    {"distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "bucket_size", "recompute",
+                     "make_vocab_size_divisible_by"});
   if (const YAML::Node n = section["distributed_optimizer"])
     c.distributed_optimizer = reader.get_bool(n, "megatron.distributed_optimizer");
   if (const YAML::Node n = section["overlap_grad_reduce"])
@@ -54,6 +56,8 @@ MegatronConfig read_megatron(const YAML::Node& doc, const YamlReader& reader) {
   }
   if (const YAML::Node n = section["bucket_size"]) c.bucket_size = reader.get_int(n, "megatron.bucket_size", 1);
   if (const YAML::Node n = section["recompute"]) c.recompute = read_checkpointing(n, "megatron.recompute", reader);
+  if (const YAML::Node n = section["make_vocab_size_divisible_by"])
+    c.vocab_divisible_by = reader.get_int(n, "megatron.make_vocab_size_divisible_by", 1);
   return c;
 }
 
@@ -73,6 +77,7 @@ class MegatronEmitter : public TransformerEmitter {
     const YAML::Node section = doc["parallelism"];
     check_modelled(reader, doc);
     tp_ = read_tensor_parallel(doc, reader, par_.tp, m_, section ? section["tp"] : YAML::Node());
+    tp_.vocab_multiple = c_.vocab_divisible_by;
     pipe_ = par_.pp > 1 ? read_pipeline(doc, reader, par_.pp, m_, t_) : PipelineConfig{};
     check_pipeline(reader, doc);
     const DeviceMesh mesh = dense_mesh(par_);

@@ -284,7 +284,10 @@ bool row_parallel(const std::string& name) {
   return name == "attention.wo" || name == "feed_forward.w2" || name == "feed_forward.fc2";
 }
 
-double vocab_share(const ModelConfig& m, const TensorParallel& tp) { return std::ceil(double(m.vocab) / tp.tp); }
+double vocab_share(const ModelConfig& m, const TensorParallel& tp) {
+  const double multiple = tp.vocab_multiple;
+  return std::ceil(double(m.vocab) / tp.tp / multiple) * multiple;
+}
 
 double linear_weights(const ModelConfig& m, const TensorParallel& tp) {
   double total = 0;

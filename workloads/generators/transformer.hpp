@@ -116,6 +116,9 @@ struct TensorParallel {
   /// torchtitan's async TP (the micro_pipeline_tp pass): each all-gather feeding GEMMs and each
   /// reduce-scatter fed by one is split into tp chunks that overlap the chunked GEMMs.
   bool async = false;
+  /// The vocabulary is padded to a multiple of vocab_multiple x tp rows (Megatron-LM's
+  /// make-vocab-size-divisible-by); 1: no padding beyond an even split (torchtitan).
+  int vocab_multiple = 1;
 };
 
 /// @brief Expert parallelism over `ep` ranks (torchtitan's expert_parallel): each holds
@@ -172,8 +175,8 @@ std::vector<int> chunk_first_layers(int layers, int chunks);
 /// @brief Weights of one transformer block (attention, MLP, both norms, biases) a rank holds
 /// under `tp` (the whole block without it).
 double layer_params(const ModelConfig& model, const TensorParallel& tp = {});
-/// @brief A rank's rows of the vocabulary under `tp`, padded up as Megatron-LM pads it
-/// (make-vocab-size-divisible-by).
+/// @brief A rank's rows of the vocabulary under `tp`: vocab / tp rounded up to a multiple of
+/// tp.vocab_multiple (Megatron-LM pads the table to a multiple of that x tp).
 double vocab_share(const ModelConfig& model, const TensorParallel& tp);
 
 /// @brief The weights of one block's linears a rank holds under `tp` (biases left out): what

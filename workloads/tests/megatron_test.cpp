@@ -230,6 +230,16 @@ TEST_F(MegatronIterationTest, PipelineStagesSplitTheBlocksEvenly) {
   EXPECT_EQ(testing::count(t, 6, embedding, CollectiveOp::allreduce, 32000.0 * 1024 * 4), 1);
 }
 
+TEST_F(MegatronIterationTest, TheVocabularyIsPaddedAsMegatronPadsIt) {
+  // GPT-2's 50257 tokens: 50304 rows at 128 (nanoGPT's 50304 too), 51200 with 1024.
+  const Trace t = load({"model.vocab=50257", "parallelism.pp=2", "training.gradient_accumulation=2"});
+  const int embedding = testing::group_named(t, "embedding");
+  EXPECT_EQ(testing::count(t, 0, embedding, CollectiveOp::allreduce, 50304.0 * 1024 * 4), 1);
+  const Trace wide = load({"model.vocab=50257", "parallelism.pp=2", "training.gradient_accumulation=2",
+                           "megatron.make_vocab_size_divisible_by=1024"});
+  EXPECT_EQ(testing::count(wide, 0, testing::group_named(wide, "embedding"), CollectiveOp::allreduce, 51200.0 * 1024 * 4), 1);
+}
+
 TEST_F(MegatronIterationTest, BadInputNamesTheKey) {
   EXPECT_NE(error({"fsdp.strategy=FULL_SHARD"}).find("fsdp"), std::string::npos);
   EXPECT_NE(error({"megatron.overlap_param_gather=true"}).find("megatron.overlap_param_gather"), std::string::npos);
