@@ -582,13 +582,16 @@ ModuleOp float8_linear(const OpFactory& f, const TrainingConfig& t, const std::s
   const bool rowwise = t.float8 == Float8::rowwise;
   // The casts of `elements` values read at `from` bytes each, written in `layouts` fp8 layouts.
   auto cast = [&](Kernels& into, const std::string& what, double elements, double from, double layouts) {
+    const std::size_t first = into.size();
     if (rowwise) {
       for (int l = 0; l < layouts; ++l)
         into.push_back(f.ew(fmt::format("{}.{}_to_float8{}", name, what, l ? "_t" : ""), elements, from, 1, 3));
-      return;
+    } else {
+      into.push_back(f.ew(name + "." + what + "_amax", elements, from, 0, 1));
+      into.push_back(f.ew(name + "." + what + "_to_float8", elements, from, layouts, 2));
     }
-    into.push_back(f.ew(name + "." + what + "_amax", elements, from, 0, 1));
-    into.push_back(f.ew(name + "." + what + "_to_float8", elements, from, layouts, 2));
+    if (what.rfind("weight", 0) == 0)
+      for (std::size_t k = first; k < into.size(); ++k) into[k].off_path = true;
   };
   auto fp8 = [](Kernel k) {
     k.spec.dtype = models::Dtype::fp8;
@@ -796,7 +799,7 @@ Block layer_block(const ModelConfig& m, const TrainingConfig& t, Checkpointing c
       for (Kernel& k : *pass) k.compiled = true;
   if (tp.tp > 1 && tp.async) {
     for (Kernels* pass : {&block.forward, &block.recompute, &block.backward})
-      *pass = micro_pipeline(*pass, tp.tp, tokens, tokens * m.hidden * a);
+      *pass = micro_pipeline(*pass, tp.tp, tokens, tokens * m.hidden * a, fp8_gather ? tokens * m.hidden : 0);
   }
   return block;
 }
@@ -825,30 +828,41 @@ Kernel chunk_of(const Kernel& k, int chunk, int chunks) {
 
 }  // namespace
 
-Kernels micro_pipeline(const Kernels& kernels, int tp, double rows, Bytes activation) {
+Kernels micro_pipeline(const Kernels& kernels, int tp, double rows, Bytes activation, Bytes gathered_fp8) {
   // torch's micro_pipeline_tp pass (torch/_inductor/fx_passes/micro_pipeline_tp.py) fuses an
   // all-gather whose output is the row operand of matmuls (fused_all_gather_matmul) and a
   // matmul whose output is reduce-scattered (fused_matmul_reduce_scatter): both run as tp
   // steps, each a shard's transfer overlapping a shard's GEMM.
   auto is = [&](const Kernel& k, models::CollectiveOp op) {
-    return k.comm && k.comm->group == Comm::Group::tp && k.comm->tag < 0 && k.comm->op == op &&
-           k.comm->bytes == activation;
+    const bool sized = k.comm && (k.comm->bytes == activation ||
+                                  (op == models::CollectiveOp::allgather && k.comm->bytes == gathered_fp8));
+    return sized && k.comm->group == Comm::Group::tp && k.comm->tag < 0 && k.comm->op == op;
   };
   Kernels out;
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     const Kernel& k = kernels[i];
-    if (is(k, models::CollectiveOp::allgather) && i + 1 < kernels.size() && consumes_rows(kernels[i + 1], rows)) {
+    if (is(k, models::CollectiveOp::allgather)) {
+      // The GEMMs that take the gathered rows; kernels off the activations' path between them
+      // (Float8 weight casts) run first.
+      Kernels hoisted, gemms;
       std::size_t end = i + 1;
-      while (end < kernels.size() && consumes_rows(kernels[end], rows)) ++end;
-      for (int c = 0; c < tp; ++c) out.push_back(chunk_of(k, c, tp));
-      for (int c = 0; c < tp; ++c)
-        for (std::size_t g = i + 1; g < end; ++g) {
-          Kernel gemm = chunk_of(kernels[g], c, tp);
-          if (g == i + 1) gemm.after = c;
-          out.push_back(std::move(gemm));
-        }
-      i = end - 1;
-      continue;
+      for (; end < kernels.size(); ++end) {
+        if (kernels[end].off_path) hoisted.push_back(kernels[end]);
+        else if (consumes_rows(kernels[end], rows)) gemms.push_back(kernels[end]);
+        else break;
+      }
+      if (!gemms.empty()) {
+        out.insert(out.end(), hoisted.begin(), hoisted.end());
+        for (int c = 0; c < tp; ++c) out.push_back(chunk_of(k, c, tp));
+        for (int c = 0; c < tp; ++c)
+          for (std::size_t g = 0; g < gemms.size(); ++g) {
+            Kernel gemm = chunk_of(gemms[g], c, tp);
+            if (g == 0) gemm.after = c;
+            out.push_back(std::move(gemm));
+          }
+        i = end - 1;
+        continue;
+      }
     }
     if (consumes_rows(k, rows) && i + 1 < kernels.size() && is(kernels[i + 1], models::CollectiveOp::reduce_scatter)) {
       for (int c = 0; c < tp; ++c) {

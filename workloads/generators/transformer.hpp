@@ -223,6 +223,9 @@ struct Kernel {
   std::optional<Comm> comm;
   int after = -1;   ///< >= 0: the compute stream first waits for the async comm of this tag
   bool compiled = false;   ///< launched by a compiled graph's wrapper: no eager per-op host gap
+  /// Reads no activation (a Float8 weight cast): a pass may move it across the activations'
+  /// collectives (micro_pipeline runs it before the gather it sits behind).
+  bool off_path = false;
   /// @brief No launch: the compute stream waits for async comm `tag` (spec.kind empty).
   static Kernel wait_for(int tag) {
     Kernel k("async_tp.wait", models::KernelSpec{});
@@ -258,8 +261,9 @@ Block layer_block(const ModelConfig& model, const TrainingConfig& training, Chec
 /// @brief torch's micro_pipeline_tp pass over a pass's kernels (async TP): an all-gather of
 /// `activation` bytes followed by GEMMs over its `rows` becomes tp chunk transfers, each GEMM's
 /// chunk waiting for its own; a GEMM over `rows` followed by a reduce-scatter becomes tp GEMM
-/// chunks each followed by its chunk's transfer, the compute stream waiting for the last.
-Kernels micro_pipeline(const Kernels& kernels, int tp, double rows, Bytes activation);
+/// chunks each followed by its chunk's transfer, the compute stream waiting for the last. An
+/// all-gather of `gathered_fp8` bytes (Float8's fp8 all-gather, when > 0) is split alike.
+Kernels micro_pipeline(const Kernels& kernels, int tp, double rows, Bytes activation, Bytes gathered_fp8 = 0);
 
 /// @brief Token embedding lookup (+ learned positions); with `cast_weights` (autocast) the
 /// lookup runs in fp32, as autocast leaves embeddings alone.

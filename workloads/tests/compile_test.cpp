@@ -132,6 +132,18 @@ TEST(Float8, FsdpGathersTheLinearWeightsInFp8) {
   EXPECT_EQ(testing::count(fp8, 0, fsdp, models::CollectiveOp::allreduce, 7 * 32 * 4), 1);
 }
 
+TEST(Float8, AsyncTpChunksTheFp8AllGathersToo) {
+  // tp = 2 with sequence parallelism: each block's two column groups all-gather fp8 shards
+  // (1 B per element of the 2048 x 4096 activation), async TP splits each into 2 chunks.
+  testing::Llama8b job(2048, 1);
+  const Trace t = job.load({"parallelism.tp=2", "training.compile=true", "training.float8=tensorwise",
+                            "tensor_parallel.async=true"});
+  const int tp = testing::group_named(t, "tp");
+  const double fp8_activation = 2048.0 * 4096;
+  EXPECT_EQ(testing::count(t, 0, tp, models::CollectiveOp::allgather, fp8_activation / 2), 2 * 2 * 32);
+  EXPECT_EQ(testing::count(t, 0, tp, models::CollectiveOp::allgather, fp8_activation), 0);
+}
+
 TEST(Float8, RefusedWhereTheGpuHasNoFp8Units) {
   testing::PresetJob a100{"llama3-8b", {"training.compile=true"}, "dgx-a100"};
   EXPECT_EQ(a100.error({}), "no error");
