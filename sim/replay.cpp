@@ -68,6 +68,10 @@ Prediction finish(const ReplayCore& core, const ReplayPlan& plan, const workload
   if (engine == "analytical")
     p.notes.push_back("analytical engine: each collective and send/recv is timed alone, so concurrent "
                       "communication does not share links (the event engine shows contention)");
+  if (core.replayed_ranks() < trace.ranks)
+    p.notes.push_back(fmt::format("{} of {} ranks replayed: the others provably replay as one of them (same "
+                                  "program, collective timings and peers) and report its times",
+                                  core.replayed_ranks(), trace.ranks));
   return p;
 }
 

@@ -4,6 +4,7 @@
 // depth); the ranks fold as far as their symmetry allows; links see every instance's bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -102,6 +103,12 @@ TEST(ReplayFolding, ReplayFoldsUnlessATimelineIsAsked) {
   const Prediction whole = sim::replay(job.trace, placement, options);
   expect_same(folded, whole);
   EXPECT_EQ(folded.critical_path.size(), whole.critical_path.size());
+  // The folded replay says so: 8 of the 16 ranks (the TP pairs) ran.
+  EXPECT_NE(std::find(folded.notes.begin(), folded.notes.end(),
+                      "8 of 16 ranks replayed: the others provably replay as one of them (same program, collective "
+                      "timings and peers) and report its times"),
+            folded.notes.end());
+  EXPECT_EQ(whole.notes.size() + 1, folded.notes.size());
   EXPECT_FALSE(timeline.str().empty());
 }
 
