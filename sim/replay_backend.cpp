@@ -30,6 +30,12 @@ class AnalyticalReplayBackend : public ReplayBackend {
     for (std::size_t m = 0; m < finish.size(); ++m) push(at + finish[m], token, static_cast<int>(m));
   }
 
+  void start_collective_for(Seconds at, const models::Schedule& schedule, Token token,
+                            const std::vector<std::int32_t>& members) override {
+    const std::vector<Seconds>& finish = rank_finish(schedule);
+    for (const std::int32_t m : members) push(at + finish[static_cast<std::size_t>(m)], token, m);
+  }
+
   const std::vector<Seconds>* finish_offsets(const models::Schedule& schedule) override {
     return &rank_finish(schedule);
   }

@@ -49,6 +49,13 @@ class ReplayBackend {
   virtual void wake_at(Seconds at, Token token) = 0;
   /// @brief Starts a declared schedule at `at` (its launch_latency counts from `at`).
   virtual void start_collective(Seconds at, const models::Schedule& schedule, Token token) = 0;
+  /// @brief start_collective where only `members` (schedule member indices, increasing) need
+  /// their member_done; the others' may be left out (a folded replay does not replay them).
+  virtual void start_collective_for(Seconds at, const models::Schedule& schedule, Token token,
+                                    const std::vector<std::int32_t>& members) {
+    static_cast<void>(members);
+    start_collective(at, schedule, token);
+  }
   /// @brief Per schedule member, when it finishes after a start of the declared `schedule`,
   /// counted from that start, where the backend fixes it at the start whatever else runs;
   /// nullptr where it does not (the replay then learns each end from `member_done`). The

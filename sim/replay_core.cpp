@@ -236,6 +236,8 @@ struct ReplayCore::Impl {
   };
   std::vector<std::vector<Ghost>> ghosts;
   std::vector<char> live;             ///< per instance: has a representative member (runs)
+  /// Per live instance with ghost members: its representative members (the ones to resume).
+  std::vector<std::vector<std::int32_t>> replayed_members;
   std::int32_t collective_instances = 0;   ///< instances before the send/recv ones
   bool ghost(int rank) const { return !rep_of.empty() && rep_of[static_cast<std::size_t>(rank)] != rank; }
   int representative(int rank) const { return rep_of.empty() ? rank : rep_of[static_cast<std::size_t>(rank)]; }
@@ -961,7 +963,11 @@ bool ReplayCore::Impl::meet(int index, OpId me, Seconds at) {
   if (++in.arrived == in.members) {
     const models::Schedule& schedule = in.schedule->schedule;
     ++(*starts)[static_cast<std::size_t>(in.schedule->id)];
-    backend->start_collective(in.begin, schedule, static_cast<ReplayBackend::Token>(index));
+    const auto token = static_cast<ReplayBackend::Token>(index);
+    if (!replayed_members.empty() && !replayed_members[static_cast<std::size_t>(index)].empty())
+      backend->start_collective_for(in.begin, schedule, token, replayed_members[static_cast<std::size_t>(index)]);
+    else
+      backend->start_collective(in.begin, schedule, token);
     if (sm_count > 1 && schedule.channels > 0) {
       const std::vector<Seconds>* finish = backend->finish_offsets(schedule);
       // Codec steps: known now where the backend fixes them, else reported by codec_busy.
@@ -1423,14 +1429,19 @@ void ReplayCore::Impl::fold(ReplayBackend& backend) {
   ghosts.assign(instances.size(), {});
   for (std::size_t i = 0; i < instances.size(); ++i)
     for (int m = 0; m < instances[i].members && !live[i]; ++m) live[i] = !ghost(member(instances[i], m).first);
+  replayed_members.assign(instances.size(), {});
   for (std::size_t i = 0; i < instances.size(); ++i) {
     if (!live[i]) continue;
+    std::vector<std::int32_t> replayed;
     for (int m = 0; m < instances[i].members; ++m) {
       const auto [rank, op] = member(instances[i], m);
+      if (!ghost(rank)) replayed.push_back(m);
       if (!ghost(rank) || op < 0) continue;
       ghosts[static_cast<std::size_t>(instance_of(representative(rank), op))].push_back(
           {static_cast<std::int32_t>(i), static_cast<std::int32_t>(m), representative(rank)});
     }
+    // Only instances with ghosts need the list: the others resume every member.
+    if (static_cast<int>(replayed.size()) < instances[i].members) replayed_members[i] = std::move(replayed);
   }
 }
 
