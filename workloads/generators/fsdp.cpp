@@ -225,7 +225,7 @@ class FsdpEmitter : public TransformerEmitter {
  public:
   FsdpEmitter(const ModelConfig& model, const TrainingConfig& training, const FsdpConfig& fsdp, const JobContext& job,
               const YamlReader& reader, const YAML::Node& doc)
-      : TransformerEmitter(model, training, job, reader, doc), c_(fsdp) {
+      : TransformerEmitter(model, training, job, reader), c_(fsdp) {
     par_ = read_parallelism(doc, reader, job.ranks());   // without the section: every rank in dp_shard
     if (doc["parallelism"]) {
       check_modelled(par_, reader, doc["parallelism"]);

@@ -72,7 +72,7 @@ class MegatronEmitter : public TransformerEmitter {
  public:
   MegatronEmitter(const ModelConfig& model, const TrainingConfig& training, const MegatronConfig& config,
                   const JobContext& job, const YamlReader& reader, const YAML::Node& doc)
-      : TransformerEmitter(model, training, job, reader, doc), c_(config) {
+      : TransformerEmitter(model, training, job, reader), c_(config) {
     par_ = read_parallelism(doc, reader, job.ranks());
     const YAML::Node section = doc["parallelism"];
     check_modelled(reader, doc);

@@ -108,10 +108,7 @@ Block megatron_layer_block(const ModelConfig& m, const TrainingConfig& t, Checkp
       ops.push_back(core);
     }
   }
-  {
-    ModuleOp proj = f.linear("self_attention.linear_proj", tokens, d.q, d.h);
-    ops.push_back(proj);
-  }
+  ops.push_back(f.linear("self_attention.linear_proj", tokens, d.q, d.h));
   if (tp.tp > 1) ops.push_back(f.tp_leave("self_attention.linear_proj.tp_output", tokens, tp));
   // bias_dropout_add, jit-fused: the residual sum (+ bias) in one kernel; backward sums the two
   // gradients where the residual forked.

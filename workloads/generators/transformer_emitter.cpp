@@ -7,8 +7,8 @@ namespace stepsim::workloads::transformer {
 using models::CollectiveOp;
 
 TransformerEmitter::TransformerEmitter(const ModelConfig& model, const TrainingConfig& training, const JobContext& job,
-                                       const platforms::YamlReader& reader, const YAML::Node& /*doc*/)
-    : m_(model), t_(training), reader_(reader), b_(reader.origin(), job.ranks(), training.cpu_op_gap),
+                                       const platforms::YamlReader& reader)
+    : m_(model), t_(training), b_(reader.origin(), job.ranks(), training.cpu_op_gap),
       a_(models::bytes_of(training.param_dtype)), r_(models::bytes_of(training.reduce_dtype)) {}
 
 void TransformerEmitter::make_model_parallel_groups(const DeviceMesh& mesh) {
@@ -37,26 +37,26 @@ const std::string& TransformerEmitter::algorithm() const { return kNccl; }
 
 // FSDP2's reduce-scatter writes a new shard tensor (out of place; on one GPU, NCCL's local
 // copy); all-gather inputs are views of their outputs and all-reduces are in place.
-void TransformerEmitter::collective(int stream, const std::string& name, CollectiveOp op, Bytes bytes, int group) {
+int TransformerEmitter::issue(int stream, const std::string& name, CollectiveOp op, Bytes bytes, int group) {
   const std::string& prefix = b_.group_at(group).name;
   const int nccl = b_.stream(prefix + ".nccl");
-  const int in = b_.event(prefix + ".nccl.in"), out = b_.event(prefix + ".nccl.out");
+  const int in = b_.event(prefix + ".nccl.in");
   b_.record(stream, in);
   b_.wait(nccl, in);
   b_.collective(nccl, name, op, bytes, group, algorithm(), options(op, bytes, group), op != CollectiveOp::reduce_scatter);
+  return nccl;
+}
+
+void TransformerEmitter::collective(int stream, const std::string& name, CollectiveOp op, Bytes bytes, int group) {
+  const int nccl = issue(stream, name, op, bytes, group);
+  const int out = b_.event(b_.group_at(group).name + ".nccl.out");
   b_.record(nccl, out);
   b_.wait(stream, out);
 }
 
 void TransformerEmitter::async_collective(const std::string& name, CollectiveOp op, Bytes bytes, int group,
                                           const std::string& done) {
-  const std::string& prefix = b_.group_at(group).name;
-  const int nccl = b_.stream(prefix + ".nccl");
-  const int in = b_.event(prefix + ".nccl.in");
-  b_.record(compute_, in);
-  b_.wait(nccl, in);
-  b_.collective(nccl, name, op, bytes, group, algorithm(), options(op, bytes, group), op != CollectiveOp::reduce_scatter);
-  b_.record(nccl, b_.event(done));
+  b_.record(issue(compute_, name, op, bytes, group), b_.event(done));
 }
 
 void TransformerEmitter::run(const std::string& prefix, const Kernels& kernels) {

@@ -29,7 +29,7 @@ class TransformerEmitter {
 
  protected:
   TransformerEmitter(const ModelConfig& model, const TrainingConfig& training, const JobContext& job,
-                     const platforms::YamlReader& reader, const YAML::Node& doc);
+                     const platforms::YamlReader& reader);
 
   /// @brief The tp, pp, cp, ep / efsdp and (tied embeddings across stages) embedding groups of
   /// `mesh`; the data-parallel groups are the subclass's.
@@ -84,7 +84,6 @@ class TransformerEmitter {
 
   const ModelConfig& m_;
   const TrainingConfig& t_;
-  const platforms::YamlReader& reader_;
   Parallelism par_;
   TensorParallel tp_;
   PipelineConfig pipe_;
@@ -97,6 +96,8 @@ class TransformerEmitter {
   int send_next_ = -1, recv_prev_ = -1, send_prev_ = -1, recv_next_ = -1;   ///< pipeline p2p streams
 
  private:
+  /// The collective on its group's NCCL stream once `stream` has reached it; the NCCL stream.
+  int issue(int stream, const std::string& name, models::CollectiveOp op, Bytes bytes, int group);
   void receive(int stream, const std::string& name, int peer);
   void pass_on(int stream, const std::string& name, int peer);
   inline static const std::string kNccl = "nccl";
