@@ -32,7 +32,8 @@ PipelineAction interleaved(bool forward, int k, int pp, int v, int rank) {
 
 }  // namespace
 
-std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int pp, int v, int m, int rank) {
+std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int pp, int v, int m, int rank,
+                                             PipelineRuntime runtime) {
   if (pp < 1 || v < 1 || m < 1 || rank < 0 || rank >= pp)
     throw std::invalid_argument("pipeline_actions: pp, virtual stages and micro-batches must be >= 1, rank < pp");
   if (!multi_stage(schedule) && v != 1)
@@ -58,8 +59,9 @@ std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int pp, 
       if (m % pp != 0)
         throw std::invalid_argument("pipeline_actions: interleaved 1F1B needs micro-batches a multiple of pp");
       const int total = m * v;
-      // Megatron: (pp - rank - 1) x 2 + (v - 1) x pp warm-up forwards; all of them when m == pp.
-      const int warmup = m == pp ? total : std::min(total, (pp - rank - 1) * 2 + (v - 1) * pp);
+      // (pp - rank - 1) x 2 + (v - 1) x pp warm-up forwards; Megatron runs all of them when m == pp.
+      const bool all = runtime == PipelineRuntime::megatron && m == pp;
+      const int warmup = all ? total : std::min(total, (pp - rank - 1) * 2 + (v - 1) * pp);
       for (int k = 0; k < warmup; ++k) out.push_back(interleaved(true, k, pp, v, rank));
       for (int k = 0; k < total - warmup; ++k) {
         out.push_back(interleaved(true, warmup + k, pp, v, rank));

@@ -34,10 +34,16 @@ struct PipelineAction {
   bool operator==(const PipelineAction&) const = default;
 };
 
+/// @brief Whose implementation runs the schedule. They differ in one case: interleaved 1F1B with
+/// as many micro-batches as ranks, which Megatron-LM (schedules.py: all_warmup_microbatches)
+/// runs as every forward, then every backward, where torch (ScheduleInterleaved1F1B,
+/// _get_warmup_ops) keeps its warm-up of (v - 1) pp + 2 (pp - 1 - rank) forwards.
+enum class PipelineRuntime { torch, megatron };
+
 /// @brief Rank `rank`'s actions in issue order. Single-stage schedules need virtual_stages 1;
 /// interleaved 1F1B needs microbatches to be a multiple of pp (Megatron's and torch's rule);
 /// std::invalid_argument otherwise (the generator checks first and names the key).
 std::vector<PipelineAction> pipeline_actions(PipelineSchedule schedule, int pp, int virtual_stages, int microbatches,
-                                             int rank);
+                                             int rank, PipelineRuntime runtime = PipelineRuntime::torch);
 
 }  // namespace stepsim::workloads

@@ -37,11 +37,13 @@
 ///
 /// Compact form: ranks that run the same ops share one Program (`program_of_rank`), so an
 /// FSDP trace of 1024 ranks stores one Program; kernels are interned in `kernels`.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/algorithm.hpp"
 #include "models/compute/kernel.hpp"
+#include "models/memory/memory.hpp"
 #include "models/schedule.hpp"
 
 namespace stepsim::workloads {
@@ -129,6 +131,8 @@ struct Trace {
   LaunchModel launch;
   Work work;
   std::vector<std::string> notes;     ///< assumptions a generator made, shown to the user
+  /// Every rank's peak device memory, where the generator models it (docs/memory.md).
+  std::optional<models::MemoryReport> memory;
 
   const Program& program(int rank) const { return programs[program_of_rank[rank]]; }
 };

@@ -22,7 +22,56 @@ struct SimulateArgs {
   std::string timeline;
   std::string format = "text";
   int top = 10;
+  bool allow_oom = false;
 };
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+nlohmann::json terms_json(const models::MemoryTerms& terms) {
+  nlohmann::json j = nlohmann::json::object();
+  for (models::MemoryTerm t : models::kMemoryTerms) j[models::to_string(t)] = terms[t];
+  return j;
+}
+
+/// `memory` of the JSON report (issue 21's schema): the worst rank's peak and breakdown, and
+/// every group of ranks (pipeline stage) with its own.
+nlohmann::json memory_json(const models::MemoryReport& m) {
+  const models::RankMemory& worst = m.worst();
+  nlohmann::json groups = nlohmann::json::array();
+  for (const models::RankMemory& g : m.groups)
+    groups.push_back({{"label", g.label},
+                      {"ranks", g.ranks},
+                      {"peak_bytes", g.peak},
+                      {"allocated_bytes", g.allocated},
+                      {"reserved_bytes", g.reserved},
+                      {"moment", g.moment},
+                      {"breakdown", terms_json(g.at_peak)}});
+  return {{"peak_bytes", worst.peak},
+          {"peak_rank", worst.ranks.empty() ? -1 : worst.ranks.front()},
+          {"capacity_bytes", m.capacity},
+          {"fits", m.fits()},
+          {"required_bytes", worst.required()},
+          {"allocated_bytes", worst.allocated},
+          {"reserved_bytes", worst.reserved},
+          {"moment", worst.moment},
+          {"breakdown", terms_json(worst.at_peak)},
+          {"per_group", groups},
+          {"notes", m.notes}};
+}
+
+void memory_text(const models::MemoryReport& m, std::ostream& out) {
+  const models::RankMemory& worst = m.worst();
+  const char* verdict = !m.fits() ? "DOES NOT FIT" : m.tight() ? "fits without the allocator's usual cache" : "fits";
+  out << fmt::format("peak memory per GPU     {:>12.2f} GiB of {:.2f} GiB ({}; {}, at the {})\n", worst.peak / kGiB,
+                     m.capacity / kGiB, verdict, worst.label, worst.moment);
+  for (models::MemoryTerm t : models::kMemoryTerms)
+    out << fmt::format("  {:<22} {:>12.2f} GiB\n", models::to_string(t), worst.at_peak[t] / kGiB);
+  if (m.groups.size() > 1) {
+    out << "  per stage (peak GiB):";
+    for (const models::RankMemory& g : m.groups) out << fmt::format(" {:.1f}", g.peak / kGiB);
+    out << "\n";
+  }
+}
 
 /// `-p workload.KEY=VALUE` goes to the workload, every other `-p` to the platform: one flag
 /// and one dotted-path namespace for sweeps.
@@ -96,6 +145,7 @@ struct Report {
       j["throughput"] = {{"item", trace.work.item}, {"per_gpu_per_s", throughput()}};
     }
     if (trace.work.model_flops_per_rank > 0) j["mfu_bf16"] = mfu();
+    if (trace.memory) j["memory"] = memory_json(*trace.memory);
     if (!p.compression.empty()) {
       nlohmann::json compression = nlohmann::json::array();
       for (const auto& c : p.compression) {
@@ -124,6 +174,7 @@ struct Report {
       out << fmt::format("throughput              {:>12.1f} {}/s per GPU\n", throughput(), trace.work.item);
     if (trace.work.model_flops_per_rank > 0)
       out << fmt::format("model FLOPs utilisation {:>11.1f} % of dense bf16 peak\n", 100 * mfu());
+    if (trace.memory) memory_text(*trace.memory, out);
     out << "breakdown (mean over ranks):\n";
     const sim::Breakdown& b = p.breakdown;
     out << fmt::format("  compute                {:>12.6f} s  {:5.1f} %\n", b.compute, share(b.compute));
@@ -173,6 +224,8 @@ Action add_simulate_command(CLI::App& command) {
   command.add_option("--timeline", args->timeline, "Write a Chrome-trace / Perfetto JSON timeline to FILE");
   command.add_option("--top", args->top, "Rows of critical path and links to print")->check(CLI::PositiveNumber);
   add_format_option(command, args->format);
+  command.add_flag("--allow-oom", args->allow_oom,
+                   "Time a workload whose peak memory exceeds gpu.memory instead of refusing it");
   command.footer("-p workload.KEY=VALUE overrides a workload key, e.g. -p workload.fsdp.strategy=HYBRID_SHARD;\n"
                  "other -p keys override the platform.");
   return [args] {
@@ -181,6 +234,13 @@ Action add_simulate_command(CLI::App& command) {
     platforms::Allocation allocation = platforms::parse_allocation(args->platform.gpus, platform);
     const workloads::JobContext job{platform, allocation};
     const workloads::Trace trace = workloads::load_workload(args->workload, job, workload_overrides);
+    if (trace.memory && !args->allow_oom) {
+      const std::string problem = models::does_not_fit(*trace.memory);
+      if (!problem.empty())
+        throw ConfigError(args->workload, "does not fit: " + problem,
+                          "shard more (FSDP, tensor or pipeline parallelism), checkpoint more activations, lower "
+                          "training.micro_batch, or pass --allow-oom to time it anyway");
+    }
 
     std::ofstream timeline;
     sim::ReplayOptions options;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "workloads/generators/transformer.hpp"
+#include "workloads/generators/transformer_memory.hpp"
 #include "workloads/workload.hpp"
 
 namespace stepsim::workloads {
@@ -52,7 +53,7 @@ class DdpEmitter {
  public:
   DdpEmitter(const ModelConfig& model, const TrainingConfig& training, const DdpConfig& ddp, const JobContext& job,
              const std::string& origin)
-      : m_(model), t_(training), c_(ddp), b_(origin, job.ranks(), training.cpu_op_gap) {
+      : m_(model), t_(training), c_(ddp), gpu_(job.platform.gpu()), b_(origin, job.ranks(), training.cpu_op_gap) {
     ProcessGroup world{"data_parallel", {{}}, std::vector<int>(static_cast<std::size_t>(job.ranks()), 0)};
     for (int r = 0; r < job.ranks(); ++r) world.subgroups[0].push_back(r);
     group_ = b_.group(std::move(world));
@@ -77,7 +78,17 @@ class DdpEmitter {
     b_.kernels(compute_, "", clip_scale_kernels(t_, params));
     b_.kernels(compute_, "", optimizer_kernels(t_, params));
     add_notes(layer);
-    return b_.finish();
+    Trace trace = b_.finish();
+    MemoryLayout layout;
+    layout.model = m_;
+    layout.training = t_;
+    layout.checkpointing = c_.checkpointing;
+    layout.sharding = StateSharding::replicated;
+    layout.ddp_bucket_copy = !c_.gradient_as_bucket_view;
+    layout.chunk_first = {0, m_.layers};
+    trace.memory = transformer_memory(layout, std::vector<int>(static_cast<std::size_t>(trace.ranks), 0), gpu_,
+                                      trace.ranks > 1 ? 1 : 0);
+    return trace;
   }
 
  private:
@@ -183,6 +194,7 @@ class DdpEmitter {
   const ModelConfig& m_;
   const TrainingConfig& t_;
   const DdpConfig& c_;
+  const platforms::GpuModel& gpu_;
   ProgramBuilder b_;
   int group_ = -1, compute_ = -1, all_reduce_ = -1;
   std::vector<Module> blocks_;

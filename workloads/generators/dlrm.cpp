@@ -20,6 +20,7 @@
 #include "models/compute/elementwise.hpp"
 #include "platforms/config_error.hpp"
 #include "workloads/generators/dlrm_config.hpp"
+#include "workloads/generators/dlrm_memory.hpp"
 #include "workloads/generators/dlrm_sharding.hpp"
 #include "workloads/generators/dlrm_trace.hpp"
 #include "workloads/workload.hpp"
@@ -91,7 +92,28 @@ class DlrmBuilder {
     if (c_.cuda_graphs) trace_.launch().cpu_launch = 0;
     trace_.work() = Work{static_cast<double>(batch_), "samples", flops / n_};
     add_notes();
-    return trace_.finish();
+    Trace trace = trace_.finish();
+    trace.memory = dlrm_memory(c_, rank_shapes(), batch_, bottom_batch(), top_input(), job_.platform.gpu());
+    return trace;
+  }
+
+  std::vector<DlrmRankShape> rank_shapes() const {
+    double exchanged = 0;
+    if (plan_.kind != ShardingKind::data_parallel && n_ > 1)
+      for (int r = 0; r < n_; ++r) exchanged += a2a_width(r) * batch_;
+    std::vector<DlrmRankShape> shapes;
+    for (int r = 0; r < n_; ++r) {
+      DlrmRankShape s{plan_.bytes_of_rank[static_cast<std::size_t>(r)], 0, 0, exchanged, has_bottom(r)};
+      for (int t : plan_.tables_of_rank[static_cast<std::size_t>(r)]) {
+        const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
+        const double rows = plan_.rows_of(table, r);
+        if (rows <= 0) continue;
+        s.lookup_values += lookup_batch_ * plan_.dim_of(table, r);
+        s.lookups += lookup_batch_ * table.pooling * rows / table.rows;
+      }
+      shapes.push_back(s);
+    }
+    return shapes;
   }
 
  private:

@@ -274,7 +274,7 @@ class FsdpEmitter : public TransformerEmitter {
     }
     optimizer_step();
     add_notes(blocks.embedding, blocks.layer, blocks.head);
-    return b_.finish();
+    return with_memory(b_.finish(), fsdp_memory_layout({0, m_.layers}));
   }
 
  private:
@@ -292,6 +292,19 @@ class FsdpEmitter : public TransformerEmitter {
   double gathered_bytes(const Unit& unit) const { return ((unit.params - unit.fp8) * a_ + unit.fp8) / unit.params; }
   int group_of(const Unit& unit) const { return unit.group >= 0 ? unit.group : shard_group_; }
   int shard_of(const Unit& unit) const { return unit.shard > 0 ? unit.shard : shard_size_; }
+
+  MemoryLayout fsdp_memory_layout(const std::vector<int>& chunk_first) const {
+    MemoryLayout layout = memory_layout(chunk_first);
+    layout.cp = cp_;
+    layout.checkpointing = c_.checkpointing;
+    layout.sharding = c_.strategy == Strategy::no_shard         ? StateSharding::replicated
+                      : c_.strategy == Strategy::shard_grad_op ? StateSharding::fsdp_unsharded
+                                                               : StateSharding::fsdp;
+    layout.shard = shard_size_;
+    layout.expert_shard = efsdp_size_ > 0 ? efsdp_size_ : shard_size_;
+    layout.reshard_after_forward = c_.reshard_after_forward;
+    return layout;
+  }
 
   void make_groups(const JobContext& job, const YamlReader& reader, const YAML::Node& doc) {
     ProcessGroup shard{"fsdp", {}, std::vector<int>(static_cast<std::size_t>(job.ranks()), 0)};
@@ -380,7 +393,7 @@ class FsdpEmitter : public TransformerEmitter {
     }
     add_notes(blocks.embedding, blocks.layer, blocks.head);
     add_pipeline_note(first);
-    return b_.finish();
+    return with_memory(b_.finish(), fsdp_memory_layout(first));
   }
 
   // The stage's units (per chunk: its root, then its blocks) and fresh per-program state.

@@ -79,6 +79,7 @@ class MegatronEmitter : public TransformerEmitter {
     tp_ = read_tensor_parallel(doc, reader, par_.tp, m_, section ? section["tp"] : YAML::Node());
     tp_.vocab_multiple = c_.vocab_divisible_by;
     pipe_ = par_.pp > 1 ? read_pipeline(doc, reader, par_.pp, m_, t_) : PipelineConfig{};
+    pipe_.runtime = PipelineRuntime::megatron;
     check_pipeline(reader, doc);
     const DeviceMesh mesh = dense_mesh(par_);
     // Gradients are reduced (and the distributed optimizer shards) over dp x cp: Megatron's
@@ -106,7 +107,13 @@ class MegatronEmitter : public TransformerEmitter {
       if (par_.pp > 1) hand_to_stage(stage);
     }
     add_notes(blocks, first);
-    return b_.finish();
+    MemoryLayout layout = memory_layout(first);
+    layout.cp = cp;
+    layout.checkpointing = c_.recompute;
+    layout.megatron = true;
+    layout.sharding = c_.distributed_optimizer ? StateSharding::megatron_distributed : StateSharding::megatron;
+    layout.shard = dp_size_;
+    return with_memory(b_.finish(), layout);
   }
 
  private:

@@ -159,6 +159,7 @@ TensorParallel read_tensor_parallel(const YAML::Node& doc, const platforms::Yaml
 struct PipelineConfig {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int virtual_stages = 1;
+  PipelineRuntime runtime = PipelineRuntime::torch;   ///< Megatron-LM's emitter sets its own
 };
 
 /// @brief Reads `pipeline:` for `pp` stages: an unknown schedule, virtual stages on a

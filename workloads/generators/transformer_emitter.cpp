@@ -8,7 +8,7 @@ using models::CollectiveOp;
 
 TransformerEmitter::TransformerEmitter(const ModelConfig& model, const TrainingConfig& training, const JobContext& job,
                                        const platforms::YamlReader& reader)
-    : m_(model), t_(training), b_(reader.origin(), job.ranks(), training.cpu_op_gap),
+    : m_(model), t_(training), gpu_(job.platform.gpu()), b_(reader.origin(), job.ranks(), training.cpu_op_gap),
       a_(models::bytes_of(training.param_dtype)), r_(models::bytes_of(training.reduce_dtype)) {}
 
 void TransformerEmitter::make_model_parallel_groups(const DeviceMesh& mesh) {
@@ -142,7 +142,7 @@ void TransformerEmitter::backward_chunk(const PipelineAction& a, const std::vect
 
 void TransformerEmitter::run_stage(int stage, const std::vector<int>& first, const Blocks& blocks) {
   for (const PipelineAction& a :
-       pipeline_actions(pipe_.schedule, par_.pp, pipe_.virtual_stages, t_.gradient_accumulation, stage)) {
+       pipeline_actions(pipe_.schedule, par_.pp, pipe_.virtual_stages, t_.gradient_accumulation, stage, pipe_.runtime)) {
     if (a.forward)
       forward_chunk(a, first, blocks);
     else
@@ -174,6 +174,49 @@ void TransformerEmitter::add_tp_note(const Block& layer) {
                       "rank; vocabulary-parallel embedding, output and loss",
                       tp_.tp, tp_.sequence_parallel ? "with sequence parallelism" : "without sequence parallelism",
                       forward, backward, layer_params(m_, tp_), layer_params(m_)));
+}
+
+}  // namespace stepsim::workloads::transformer
+
+namespace stepsim::workloads::transformer {
+
+MemoryLayout TransformerEmitter::memory_layout(const std::vector<int>& chunk_first) const {
+  MemoryLayout layout;
+  layout.model = m_;
+  layout.training = t_;
+  layout.tp = tp_;
+  layout.ep = par_.ep;
+  layout.pp = par_.pp;
+  layout.pipeline = pipe_;
+  layout.chunk_first = chunk_first;
+  return layout;
+}
+
+namespace {
+
+// The NCCL communicators a rank joins: one per process group whose subgroup holds it with
+// another rank (torch.distributed creates one per group; a one-rank group needs none).
+int communicators_of(const Trace& trace, int rank) {
+  int count = 0;
+  for (const ProcessGroup& g : trace.groups) {
+    const int sub = g.subgroup_of_rank.at(static_cast<std::size_t>(rank));
+    if (sub >= 0 && g.subgroups.at(static_cast<std::size_t>(sub)).size() > 1) ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+Trace TransformerEmitter::with_memory(Trace trace, const MemoryLayout& layout) const {
+  std::vector<int> stage_of_rank(static_cast<std::size_t>(trace.ranks), 0);
+  if (par_.pp > 1) {
+    const DeviceMesh mesh = dense_mesh(par_);
+    for (int r = 0; r < trace.ranks; ++r) stage_of_rank[static_cast<std::size_t>(r)] = mesh.coord(r, "pp");
+  }
+  int communicators = 0;
+  for (int r = 0; r < trace.ranks; ++r) communicators = std::max(communicators, communicators_of(trace, r));
+  trace.memory = transformer_memory(layout, stage_of_rank, gpu_, communicators);
+  return trace;
 }
 
 }  // namespace stepsim::workloads::transformer

@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "workloads/generators/transformer.hpp"
+#include "workloads/generators/transformer_memory.hpp"
 #include "workloads/mesh.hpp"
 #include "workloads/pipeline_schedule.hpp"
 #include "workloads/workload.hpp"
@@ -82,8 +83,16 @@ class TransformerEmitter {
 
   static std::string layer_prefix(int layer);
 
+  /// @brief The memory layout's fields this class knows (model, training, tp, ep, pipeline);
+  /// the subclass adds how its data-parallel ranks hold the state.
+  MemoryLayout memory_layout(const std::vector<int>& chunk_first) const;
+  /// @brief `trace` with every rank's peak memory (transformer_memory): ranks grouped by their
+  /// pipeline stage, each joining the communicators its groups give it, and a note per term.
+  Trace with_memory(Trace trace, const MemoryLayout& layout) const;
+
   const ModelConfig& m_;
   const TrainingConfig& t_;
+  const platforms::GpuModel& gpu_;
   Parallelism par_;
   TensorParallel tp_;
   PipelineConfig pipe_;

@@ -18,10 +18,11 @@ using Key = std::tuple<bool, int, int>;   // forward, chunk, micro-batch
 // Runs every rank's actions in order: a pass starts when its rank is free and its inputs are
 // done (the previous chunk's forward, the next chunk's backward, its own forward). Returns the
 // makespan, or -1 on a deadlock.
-double makespan(PipelineSchedule s, int pp, int v, int m, double tf, double tb) {
+double makespan(PipelineSchedule s, int pp, int v, int m, double tf, double tb,
+                PipelineRuntime runtime = PipelineRuntime::torch) {
   const int chunks = pp * v;
   std::vector<std::vector<PipelineAction>> ranks;
-  for (int r = 0; r < pp; ++r) ranks.push_back(pipeline_actions(s, pp, v, m, r));
+  for (int r = 0; r < pp; ++r) ranks.push_back(pipeline_actions(s, pp, v, m, r, runtime));
   std::map<Key, double> done;
   std::vector<std::size_t> next(static_cast<std::size_t>(pp), 0);
   std::vector<double> free(static_cast<std::size_t>(pp), 0);
@@ -114,6 +115,21 @@ TEST(PipelineSchedule, BubblesMatchTheirClosedForms) {
         EXPECT_NEAR(1 - m * (tf + tb) / t, double(p - 1) / (v * m + p - 1), 1e-9) << "p " << p << " m " << m << " v " << v;
       }
     }
+}
+
+TEST(PipelineSchedule, MegatronRunsEveryForwardFirstWhenMicroBatchesEqualRanks) {
+  // pp = m = 4, v = 2: torch's last rank warms up with (v - 1) pp = 4 forwards and then runs a
+  // forward before each backward, Megatron's runs all 8 first; with more micro-batches than
+  // ranks both keep torch's count.
+  const auto first_backward = [](const std::vector<PipelineAction>& actions) {
+    return std::find_if(actions.begin(), actions.end(), [](const PipelineAction& a) { return !a.forward; }) -
+           actions.begin();
+  };
+  EXPECT_EQ(first_backward(pipeline_actions(PipelineSchedule::interleaved_1f1b, 4, 2, 4, 3)), 5);
+  EXPECT_EQ(first_backward(pipeline_actions(PipelineSchedule::interleaved_1f1b, 4, 2, 4, 3, PipelineRuntime::megatron)), 8);
+  EXPECT_EQ(first_backward(pipeline_actions(PipelineSchedule::interleaved_1f1b, 4, 2, 8, 3, PipelineRuntime::megatron)), 5);
+  for (PipelineRuntime runtime : {PipelineRuntime::torch, PipelineRuntime::megatron})
+    EXPECT_NEAR(makespan(PipelineSchedule::interleaved_1f1b, 4, 2, 4, 1, 2, runtime), (4 * 2 + 3) * 3.0 / 2, 1e-9);
 }
 
 TEST(PipelineSchedule, LoopedBfsFinishes) {
