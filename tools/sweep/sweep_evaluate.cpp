@@ -156,7 +156,9 @@ std::vector<std::string> PointEvaluator::simulate(const Settings& settings) {
           trace.work.model_flops_per_rank > 0 && peak > 0
               ? number(trace.work.model_flops_per_rank / p.iteration_time / peak)
               : "",
-          std::to_string(p.ops_replayed)};
+          std::to_string(p.ops_replayed),
+          trace.memory ? number(trace.memory->worst().peak) : "",
+          trace.memory ? (trace.memory->fits() ? "true" : "false") : ""};
 }
 
 std::vector<std::string> PointEvaluator::evaluate(const Point& point) {

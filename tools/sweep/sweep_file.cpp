@@ -340,7 +340,9 @@ const std::vector<std::string>& result_columns(SweepKind kind) {
                                                     "slowest_rank",
                                                     "throughput.per_gpu_per_s",
                                                     "mfu_bf16",
-                                                    "ops_replayed"};
+                                                    "ops_replayed",
+                                                    "memory.peak_bytes",
+                                                    "memory.fits"};
   return kind == SweepKind::collective ? collective : simulate;
 }
 
@@ -351,7 +353,7 @@ bool is_size_value(const std::string& param, const std::string& text) {
 }
 
 bool is_numeric_column(const std::string& column) {
-  if (column == "chosen_algo" || column == "schedule" || column == "protocol") return false;
+  if (column == "chosen_algo" || column == "schedule" || column == "protocol" || column == "memory.fits") return false;
   for (SweepKind kind : {SweepKind::collective, SweepKind::simulate}) {
     const auto& columns = result_columns(kind);
     if (std::find(columns.begin(), columns.end(), column) != columns.end()) return true;

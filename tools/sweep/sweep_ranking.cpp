@@ -60,11 +60,27 @@ std::string failures(const ResultTable& table) {
   return out;
 }
 
+// Points whose peak memory exceeds gpu.memory: listed, not ranked.
+std::string infeasible(const ResultTable& table) {
+  const int fits = table.column("memory.fits"), index = table.column("index");
+  if (fits < 0) return "";
+  std::vector<std::string> indices;
+  for (const Row& row : table.rows)
+    if (row[fits] == "false") indices.push_back(row[index]);
+  if (indices.empty()) return "";
+  const std::size_t shown = std::min<std::size_t>(indices.size(), 10);
+  return fmt::format("{} point{} do not fit gpu.memory (memory.fits false) and are not ranked: index {}{}\n",
+                     indices.size(), indices.size() == 1 ? "" : "s",
+                     platforms::join(std::vector<std::string>(indices.begin(), indices.begin() + shown)),
+                     indices.size() > shown ? ", ..." : "");
+}
+
 }  // namespace
 
 std::vector<std::vector<const Row*>> ranked_groups(const Sweep& sweep, const ResultTable& table,
                                                    const std::string& metric, const std::vector<std::string>& group_by) {
   const int m = table.column(metric), index = table.column("index"), error = table.column("error");
+  const int fits = table.column("memory.fits");
   std::vector<int> keys;
   for (const std::string& g : group_by) keys.push_back(table.column(g));
   std::map<std::vector<std::string>, std::size_t> group_of;
@@ -72,6 +88,7 @@ std::vector<std::vector<const Row*>> ranked_groups(const Sweep& sweep, const Res
   std::vector<long> first_index;
   for (const Row& row : table.rows) {
     if (!row[error].empty() || std::isnan(value_of(row, m))) continue;
+    if (fits >= 0 && row[fits] == "false") continue;   // timed, but it cannot run: never ranked
     std::vector<std::string> key;
     for (int k : keys) key.push_back(row[k]);
     const auto [it, fresh] = group_of.emplace(key, groups.size());
@@ -149,7 +166,7 @@ std::string ranked_summary(const Sweep& sweep, const ResultTable& table, int top
     }
     out += table_text(lines);
   }
-  return out + failures(table);
+  return out + failures(table) + infeasible(table);
 }
 
 }  // namespace stepsim::sweep

@@ -25,7 +25,7 @@ nlohmann::json simulate_json(std::vector<std::string> args) {
 TEST(CliSimulate, JsonHasTheDocumentedKeysAndTheyAddUp) {
   const auto j = simulate_json({"dgx-h100", "llama3-8b"});
   for (const char* key : {"iteration_time_s", "ranks", "nodes", "engine", "breakdown", "slowest_rank",
-                          "critical_path", "links", "throughput", "mfu_bf16", "notes"})
+                          "critical_path", "links", "throughput", "mfu_bf16", "notes", "memory"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["ranks"], 8);
   const double t = j["iteration_time_s"];
@@ -57,8 +57,8 @@ TEST(CliSimulate, ParallelLayoutsSplitCommunicationByGroup) {
 
 TEST(CliSimulate, WorkloadOverridesChangeTheWorkAndPlatformOverridesTheTime) {
   const auto base = simulate_json({"dgx-h100", "llama3-8b"});
-  const auto longer = simulate_json({"dgx-h100", "llama3-8b", "-p", "workload.training.micro_batch=4"});
-  EXPECT_GT(longer["iteration_time_s"].get<double>(), 1.8 * base["iteration_time_s"].get<double>());
+  const auto shorter = simulate_json({"dgx-h100", "llama3-8b", "-p", "workload.training.micro_batch=1"});
+  EXPECT_LT(shorter["iteration_time_s"].get<double>(), 0.6 * base["iteration_time_s"].get<double>());
   const auto slower_hbm = simulate_json({"dgx-h100", "llama3-8b", "-p", "gpu.hbm_bandwidth=1TBps"});
   EXPECT_GT(slower_hbm["iteration_time_s"].get<double>(), base["iteration_time_s"].get<double>());
 }
@@ -67,10 +67,30 @@ TEST(CliSimulate, WorkloadOverridesChangeTheWorkAndPlatformOverridesTheTime) {
 // workload stays positional however many -p follow.
 TEST(CliSimulate, ParamBeforeTheWorkloadTakesOneValue) {
   const auto before = simulate_json({"dgx-h100", "-p", "gpu.hbm_bandwidth=1TBps", "llama3-8b", "-p",
-                                     "workload.training.micro_batch=4"});
+                                     "workload.training.micro_batch=1"});
   const auto after = simulate_json({"dgx-h100", "llama3-8b", "-p", "gpu.hbm_bandwidth=1TBps", "-p",
-                                    "workload.training.micro_batch=4"});
+                                    "workload.training.micro_batch=1"});
   EXPECT_EQ(before["iteration_time_s"].get<double>(), after["iteration_time_s"].get<double>());
+}
+
+// Issue 21: a workload that does not fit gpu.memory exits 2 naming the workload, the shortfall
+// and the fix, unless --allow-oom; its JSON memory section then says it does not fit.
+TEST(CliSimulate, WorkloadThatDoesNotFitIsRefusedUnlessAllowed) {
+  const RunResult refused = run_stepsim({"simulate", "dgx-h100", "llama3-405b"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("llama3-405b: does not fit: needs"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("GiB short"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--allow-oom"), std::string::npos) << refused.err;
+  const auto timed = simulate_json({"dgx-h100", "llama3-405b", "--allow-oom"});
+  const auto& memory = timed["memory"];
+  EXPECT_FALSE(memory["fits"].get<bool>());
+  // FSDP over 8 GPUs keeps 16 B per parameter (fp32 shard, gradient, AdamW's two states): 405e9
+  // parameters need over 754 GiB per GPU before any activation.
+  EXPECT_GT(memory["required_bytes"].get<double>(), 405e9 * 16 / 8);
+  EXPECT_GT(memory["peak_bytes"].get<double>(), memory["required_bytes"].get<double>());
+  double terms = 0;
+  for (const auto& [term, bytes] : memory["breakdown"].items()) terms += bytes.get<double>();
+  EXPECT_NEAR(terms, memory["peak_bytes"].get<double>(), 1e-6 * terms);
 }
 
 TEST(CliSimulate, SameInputSameOutputOnBothEngines) {

@@ -54,6 +54,31 @@ TEST(SweepReport, BestPerGroupWithRunnerUpAndGap) {
             "  1 x --algo: cannot run\n");
 }
 
+// Issue 21: a simulate point whose peak memory exceeds gpu.memory is timed but never ranked.
+TEST(SweepReport, PointsThatDoNotFitAreListedNotRanked) {
+  const Sweep s = parse_sweep("version: 1\nbase: {simulate: {platform: dgx-h100, workload: llama3-70b}}\naxes:\n"
+                              "  - {param: workload.fsdp.strategy, values: [FULL_SHARD, SHARD_GRAD_OP, NO_SHARD]}\n"
+                              "metric: iteration_time_s\n",
+                              "s.yaml");
+  ResultTable t;
+  t.columns = sweep_columns(s);
+  const std::vector<std::string> times = {"3", "2", "1"}, fits = {"true", "false", "false"};
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::string> row(t.columns.size());
+    row[0] = std::to_string(100 + i);
+    row[1] = std::to_string(i);
+    row[2] = s.axes[0].values[static_cast<std::size_t>(i)];
+    row[static_cast<std::size_t>(t.column("iteration_time_s"))] = times[static_cast<std::size_t>(i)];
+    row[static_cast<std::size_t>(t.column("memory.fits"))] = fits[static_cast<std::size_t>(i)];
+    t.rows.push_back(row);
+  }
+  EXPECT_EQ(ranked_summary(s, t, 10),
+            "ranked by iteration_time_s (min): best 1 of 1 point\n"
+            "  rank  workload.fsdp.strategy  iteration_time_s\n"
+            "  1     FULL_SHARD              3\n"
+            "2 points do not fit gpu.memory (memory.fits false) and are not ranked: index 1, 2\n");
+}
+
 TEST(SweepReport, TopRowsWithoutGroupsAndMaximising) {
   const Sweep s = sweep("metric: time_s\nrank: max\n");
   const std::string text = ranked_summary(s, table(s, kTimes), 2);
