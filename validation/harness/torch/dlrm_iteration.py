@@ -297,17 +297,17 @@ def main():
             sparse_sgd.zero_grad(set_to_none=True)
             losses.append(loss.detach())
     times = runtime.time_steps(step, a.warmup, a.steps)
-    peak_gib = torch.cuda.max_memory_allocated() / 2**30
+    peak_text = runtime.peak_memory()
     trace = runtime.profile_step(step, a.trace, write=rank == 0)
     if a.cuda_graph:
         losses.append(graph_loss.clone())
     if rank == 0:
-        write_outputs(a, world, rows, preset, times, peak_gib, trace, losses, scaler.get_scale())
+        write_outputs(a, world, rows, preset, times, peak_text, trace, losses, scaler.get_scale())
     dist.barrier()
     dist.destroy_process_group()
 
 
-def write_outputs(a, world, rows, preset, times, peak_gib, trace, losses, scale):
+def write_outputs(a, world, rows, preset, times, peak_text, trace, losses, scale):
     out = Path(a.out)
     workload = a.workload
     # `-p` can neither set list entries (YamlReader::apply_override) nor remove a key, so the capped
@@ -335,7 +335,7 @@ def write_outputs(a, world, rows, preset, times, peak_gib, trace, losses, scale)
                   f"{'NVIDIA DLE loop: forward and backward in a CUDA graph, batches from pageable host memory; ' if a.cuda_graph else 'eager; '}"
                   f"workload: {'a file beside this one' if workload != a.workload else 'the preset'}; seed {a.seed}; "
                   f"{a.warmup} warm-up + {a.steps} timed iterations, each the slowest rank's; samples_per_s is per "
-                  f"GPU; peak memory (rank 0) {peak_gib:.1f} GiB; loss {float(losses[0]):.4f} -> "
+                  f"GPU; {peak_text}; loss {float(losses[0]):.4f} -> "
                   f"{float(losses[-1]):.4f}; kernel entries: top {a.kernels} of one profiled iteration on rank 0 "
                   f"({Path(a.trace).name}). {common.environment_summary()}").strip(),
     }
@@ -344,7 +344,7 @@ def write_outputs(a, world, rows, preset, times, peak_gib, trace, losses, scale)
     measurements = [iteration] + common.kernel_entries(trace, a.kernels)
     common.write_text(out, common.format_measurements(source, runtime.system(world, a.platform), measurements))
     print(f"dlrm_iteration: {iteration['time_s'] * 1e3:.3f} ms per iteration, {iteration['samples_per_s']:.0f} "
-          f"samples/s per GPU, peak {peak_gib:.1f} GiB; wrote {a.out} and {a.trace}")
+          f"samples/s per GPU, {peak_text}; wrote {a.out} and {a.trace}")
 
 
 if __name__ == "__main__":

@@ -315,7 +315,7 @@ def main():
         losses.append(loss.detach())
 
     times = runtime.time_steps(step, a.warmup, a.steps)
-    peak_gib = torch.cuda.max_memory_allocated() / 2**30
+    peak_text = runtime.peak_memory()
     trace = runtime.profile_step(step, a.trace, write=rank == 0)
     if rank == 0:
         date, clock = common.utc_now()
@@ -328,7 +328,7 @@ def main():
                       f"{' (fp8 all-gather)' if a.float8_all_gather else ''}, fused AdamW, clip_grad_norm 1.0; "
                       f"seed {a.seed}; {common.kernel_launch_count(trace)} GPU kernels in the profiled iteration; "
                       f"{a.warmup} warm-up + {a.steps} timed iterations, each the slowest rank's; tokens_per_s is "
-                      f"per GPU; peak memory (rank 0) {peak_gib:.1f} GiB; loss {float(losses[0]):.4f} -> "
+                      f"per GPU; {peak_text}; loss {float(losses[0]):.4f} -> "
                       f"{float(losses[-1]):.4f}; kernel entries: top {a.kernels} of one profiled iteration on "
                       f"rank 0 ({Path(a.trace).name}). {common.environment_summary()}").strip(),
         }
@@ -337,7 +337,7 @@ def main():
         measurements = [iteration] + common.kernel_entries(trace, a.kernels)
         common.write_text(a.out, common.format_measurements(source, runtime.system(world, a.platform), measurements))
         print(f"fsdp_iteration: {iteration['time_s']:.4f} s per iteration, {iteration['tokens_per_s']:.0f} tokens/s "
-              f"per GPU, peak {peak_gib:.1f} GiB; wrote {a.out} and {a.trace}")
+              f"per GPU, {peak_text}; wrote {a.out} and {a.trace}")
     dist.barrier()
     dist.destroy_process_group()
 

@@ -79,6 +79,15 @@ def profile_step(step, trace_path, write):
     return trace
 
 
+def peak_memory():
+    """The caching allocator's peaks since the process started, for the measurement notes:
+    live blocks (max_memory_allocated, what stepsim's memory model predicts as `allocated`) and
+    reserved segments (max_memory_reserved, what torchtitan logs)."""
+    gib = 2**30
+    return (f"peak memory (rank 0) {torch.cuda.max_memory_allocated() / gib:.1f} GiB "
+            f"(max_memory_reserved {torch.cuda.max_memory_reserved() / gib:.1f} GiB)")
+
+
 def software():
     """Versions of the software that ran the measurement."""
     out = {"torch": torch.__version__, "cuda": torch.version.cuda or ""}
