@@ -187,6 +187,27 @@ Trace load_workload(const std::string& name_or_path, const JobContext& job, cons
           platforms::join(preset_names()));
 }
 
+WorkloadDocument load_workload_document(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  const auto& presets = embedded_workload_presets();
+  std::string text, origin;
+  if (auto it = presets.find(name_or_path); it != presets.end()) {
+    text = it->second;
+    origin = name_or_path + ".yaml (preset)";
+  } else if (std::filesystem::is_regular_file(name_or_path) &&
+             std::filesystem::path(name_or_path).extension() != ".json") {
+    text = platforms::read_text_file(name_or_path);
+    origin = name_or_path;
+  } else {
+    throw ConfigError(name_or_path, "neither a workload preset nor a readable YAML file",
+                      "use a workload file (.yaml) or a preset (`stepsim presets` describes them): " +
+                          platforms::join(preset_names()));
+  }
+  YAML::Node root = platforms::load_yaml(text, origin);
+  YamlReader reader(origin);
+  const std::string kind = read_kind(root, reader, overrides);
+  return {root, origin, kind};
+}
+
 std::vector<WorkloadPresetInfo> list_workload_presets() {
   std::vector<WorkloadPresetInfo> infos;
   for (const auto& [stem, text] : embedded_workload_presets()) {

@@ -73,6 +73,15 @@ Trace load_workload(const std::string& name_or_path, const JobContext& job,
 Trace parse_workload(const std::string& yaml_text, const std::string& origin, const JobContext& job,
                      const std::vector<std::string>& overrides = {});
 
+/// @brief A workload's YAML document (a preset or a .yaml file) with `overrides` applied and its
+/// version checked, and its origin for errors; what `stepsim plan` reads a model from.
+struct WorkloadDocument {
+  YAML::Node doc;
+  std::string origin;
+  std::string kind;
+};
+WorkloadDocument load_workload_document(const std::string& name_or_path, const std::vector<std::string>& overrides = {});
+
 struct WorkloadPresetInfo {
   std::string name;
   std::string description;

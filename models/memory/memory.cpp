@@ -30,7 +30,14 @@ MemoryTerms& MemoryTerms::operator+=(const MemoryTerms& other) {
   return *this;
 }
 
-void MemoryWalk::peak_at(const std::string& moment, const MemoryTerms& momentary) {
+std::string Moment::text() const {
+  std::string out = what;
+  if (chunk >= 0) out += fmt::format(" of chunk {}", chunk);
+  if (microbatch >= 0) out += fmt::format("{} micro-batch {}", chunk >= 0 ? "," : "", microbatch);
+  return out;
+}
+
+void MemoryWalk::peak_at(const Moment& moment, const MemoryTerms& momentary) {
   MemoryTerms now = live_;
   now += momentary;
   const Bytes total = now.total();
@@ -109,7 +116,7 @@ RankMemory finish(std::string label, std::vector<int> ranks, const MemoryWalk& w
   r.label = std::move(label);
   r.ranks = std::move(ranks);
   r.at_peak = walk.peak();
-  r.moment = walk.peak_moment();
+  r.moment = walk.peak_moment().text();
   r.allocated = r.at_peak.total();
   r.reserved = r.allocated * (1 + runtime.allocator_overhead);
   r.outside = runtime.cuda_context + runtime.nccl_buffers;

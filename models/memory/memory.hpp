@@ -34,6 +34,15 @@ struct MemoryTerms {
   MemoryTerms& operator+=(const MemoryTerms& other);
 };
 
+/// @brief A point of an iteration: what runs (a static text), and for which pipeline chunk and
+/// micro-batch (-1: none); formatted only for the peak's report.
+struct Moment {
+  const char* what = "";
+  int chunk = -1;
+  int microbatch = -1;
+  std::string text() const;
+};
+
 /// @brief One rank's allocations over its iteration, in program order.
 class MemoryWalk {
  public:
@@ -41,16 +50,16 @@ class MemoryWalk {
   void release(MemoryTerm term, Bytes bytes) { live_[term] -= bytes; }
   /// @brief A point of the iteration: live bytes plus `momentary` (gone right after) against
   /// the peak so far.
-  void peak_at(const std::string& moment, const MemoryTerms& momentary = {});
+  void peak_at(const Moment& moment, const MemoryTerms& momentary = {});
   const MemoryTerms& live() const { return live_; }
   const MemoryTerms& peak() const { return peak_; }
   Bytes peak_bytes() const { return peak_bytes_; }
-  const std::string& peak_moment() const { return peak_moment_; }
+  const Moment& peak_moment() const { return peak_moment_; }
 
  private:
   MemoryTerms live_, peak_;
   Bytes peak_bytes_ = -1;
-  std::string peak_moment_;
+  Moment peak_moment_;
 };
 
 /// @brief Costs outside the iteration's tensors, added to every rank's peak.

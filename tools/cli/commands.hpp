@@ -26,6 +26,7 @@ Action add_sweep_command(CLI::App& command);
 Action add_merge_command(CLI::App& command);
 Action add_tuner_table_command(CLI::App& command);
 Action add_rank_sharding_command(CLI::App& command);
+Action add_plan_command(CLI::App& command);
 
 /// @brief Platform selection flags shared by every subcommand that takes a PLATFORM.
 struct PlatformArgs {

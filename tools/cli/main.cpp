@@ -35,6 +35,8 @@ constexpr Subcommand kSubcommands[] = {
      stepsim::cli::add_tuner_table_command},
     {"rank-sharding", "Rank DLRM embedding sharding plans (every planner, exhaustive when small) by iteration time",
      stepsim::cli::add_rank_sharding_command},
+    {"plan", "Rank the torchtitan layouts of a model on N GPUs that fit memory, by predicted iteration time",
+     stepsim::cli::add_plan_command},
 };
 
 }  // namespace

@@ -79,7 +79,7 @@ class DdpEmitter {
     b_.kernels(compute_, "", optimizer_kernels(t_, params));
     add_notes(layer);
     Trace trace = b_.finish();
-    MemoryLayout layout;
+    IterationLayout layout;
     layout.model = m_;
     layout.training = t_;
     layout.checkpointing = c_.checkpointing;

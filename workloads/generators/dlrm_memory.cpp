@@ -55,7 +55,7 @@ models::MemoryWalk walk_rank(const DlrmConfig& c, const DlrmRankShape& r, double
   models::MemoryTerms momentary;
   const int widest = *std::max_element(c.top_mlp.begin(), c.top_mlp.end());
   momentary[MemoryTerm::activations] = 2.0 * batch * std::max(widest, top_input) * act;
-  w.peak_at("top MLP backward", momentary);
+  w.peak_at({"top MLP backward"}, momentary);
   // The embeddings' backward: the top MLP's activations are gone; the interaction's input
   // gradient and the embeddings' gradient (sparse: one row per lookup, in the math dtype and
   // cast to the tables' dtype under AMP; dense: a whole-table gradient) are live.
@@ -65,7 +65,7 @@ models::MemoryWalk walk_rank(const DlrmConfig& c, const DlrmRankShape& r, double
   momentary[MemoryTerm::gradients] = c.sparse_embedding_gradient
                                          ? r.lookup_values * (table + (act < table ? act : 0)) + 8 * r.lookups
                                          : r.table_bytes;
-  w.peak_at("embedding backward", momentary);
+  w.peak_at({"embedding backward"}, momentary);
   return w;
 }
 

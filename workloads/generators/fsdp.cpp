@@ -274,7 +274,7 @@ class FsdpEmitter : public TransformerEmitter {
     }
     optimizer_step();
     add_notes(blocks.embedding, blocks.layer, blocks.head);
-    return with_memory(b_.finish(), fsdp_memory_layout({0, m_.layers}));
+    return with_memory(b_.finish(), fsdp_iteration_layout({0, m_.layers}));
   }
 
  private:
@@ -293,14 +293,15 @@ class FsdpEmitter : public TransformerEmitter {
   int group_of(const Unit& unit) const { return unit.group >= 0 ? unit.group : shard_group_; }
   int shard_of(const Unit& unit) const { return unit.shard > 0 ? unit.shard : shard_size_; }
 
-  MemoryLayout fsdp_memory_layout(const std::vector<int>& chunk_first) const {
-    MemoryLayout layout = memory_layout(chunk_first);
+  IterationLayout fsdp_iteration_layout(const std::vector<int>& chunk_first) const {
+    IterationLayout layout = iteration_layout(chunk_first);
     layout.cp = cp_;
     layout.checkpointing = c_.checkpointing;
     layout.sharding = c_.strategy == Strategy::no_shard         ? StateSharding::replicated
                       : c_.strategy == Strategy::shard_grad_op ? StateSharding::fsdp_unsharded
                                                                : StateSharding::fsdp;
     layout.shard = shard_size_;
+    layout.replicate = c_.strategy == Strategy::hybrid_shard ? replicate_size_ : 1;
     layout.expert_shard = efsdp_size_ > 0 ? efsdp_size_ : shard_size_;
     layout.reshard_after_forward = c_.reshard_after_forward;
     return layout;
@@ -393,7 +394,7 @@ class FsdpEmitter : public TransformerEmitter {
     }
     add_notes(blocks.embedding, blocks.layer, blocks.head);
     add_pipeline_note(first);
-    return with_memory(b_.finish(), fsdp_memory_layout(first));
+    return with_memory(b_.finish(), fsdp_iteration_layout(first));
   }
 
   // The stage's units (per chunk: its root, then its blocks) and fresh per-program state.

@@ -107,7 +107,7 @@ class MegatronEmitter : public TransformerEmitter {
       if (par_.pp > 1) hand_to_stage(stage);
     }
     add_notes(blocks, first);
-    MemoryLayout layout = memory_layout(first);
+    IterationLayout layout = iteration_layout(first);
     layout.cp = cp;
     layout.checkpointing = c_.recompute;
     layout.megatron = true;

@@ -180,8 +180,8 @@ void TransformerEmitter::add_tp_note(const Block& layer) {
 
 namespace stepsim::workloads::transformer {
 
-MemoryLayout TransformerEmitter::memory_layout(const std::vector<int>& chunk_first) const {
-  MemoryLayout layout;
+IterationLayout TransformerEmitter::iteration_layout(const std::vector<int>& chunk_first) const {
+  IterationLayout layout;
   layout.model = m_;
   layout.training = t_;
   layout.tp = tp_;
@@ -207,7 +207,7 @@ int communicators_of(const Trace& trace, int rank) {
 
 }  // namespace
 
-Trace TransformerEmitter::with_memory(Trace trace, const MemoryLayout& layout) const {
+Trace TransformerEmitter::with_memory(Trace trace, const IterationLayout& layout) const {
   std::vector<int> stage_of_rank(static_cast<std::size_t>(trace.ranks), 0);
   if (par_.pp > 1) {
     const DeviceMesh mesh = dense_mesh(par_);

@@ -85,10 +85,10 @@ class TransformerEmitter {
 
   /// @brief The memory layout's fields this class knows (model, training, tp, ep, pipeline);
   /// the subclass adds how its data-parallel ranks hold the state.
-  MemoryLayout memory_layout(const std::vector<int>& chunk_first) const;
+  IterationLayout iteration_layout(const std::vector<int>& chunk_first) const;
   /// @brief `trace` with every rank's peak memory (transformer_memory): ranks grouped by their
   /// pipeline stage, each joining the communicators its groups give it, and a note per term.
-  Trace with_memory(Trace trace, const MemoryLayout& layout) const;
+  Trace with_memory(Trace trace, const IterationLayout& layout) const;
 
   const ModelConfig& m_;
   const TrainingConfig& t_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "workloads/generators/transformer_ops.hpp"
@@ -32,7 +33,7 @@ struct Shape {
   bool repeat;          ///< grouped-query attention: K and V copied to every query head (torchtitan)
 };
 
-Shape shape_of(const MemoryLayout& L) {
+Shape shape_of(const IterationLayout& L) {
   const ModelConfig& m = L.model;
   const double tp = L.tp.tp;
   const double tokens = L.training.tokens() / L.cp.cp;
@@ -51,7 +52,7 @@ Shape shape_of(const MemoryLayout& L) {
 // A norm's saved tensors: eager RMSNorm (x.float(), rsqrt, type_as; norms.py) keeps the fp32
 // input, the rsqrt and the normalised bf16 values; LayerNorm (one fused kernel), compiled RMSNorm
 // and Transformer Engine's keep the input and the statistics.
-void norm_tensors(const MemoryLayout& L, const Shape& s, bool eager, std::vector<Saved>& out) {
+void norm_tensors(const IterationLayout& L, const Shape& s, bool eager, std::vector<Saved>& out) {
   const double n = s.norm_tokens;
   const bool rms = L.model.norm == Norm::rmsnorm;
   if (eager && rms) {
@@ -67,7 +68,7 @@ void norm_tensors(const MemoryLayout& L, const Shape& s, bool eager, std::vector
 // torchtitan's block (models/llama/model.py): what autograd saves, tensor by tensor; the
 // compiled block keeps only what Inductor's partitioner must (mm inputs, SDPA's tensors, the
 // MLP's GEMM outputs), its elementwise chains recomputed in the backward kernels.
-std::vector<Saved> torchtitan_tensors(const MemoryLayout& L, const Shape& s) {
+std::vector<Saved> torchtitan_tensors(const IterationLayout& L, const Shape& s) {
   const bool eager = !L.training.compile;
   const bool sp = L.tp.tp > 1 && L.tp.sequence_parallel;
   // A linear's saved input: Float8Linear keeps it cast to fp8 (torchao float8_linear.py).
@@ -117,7 +118,7 @@ std::vector<Saved> torchtitan_tensors(const MemoryLayout& L, const Shape& s) {
 // keeps the norm's input, statistics and output, fused RoPE nothing, flash attention q, k, v
 // (native GQA), its output and logsumexp, LayerNormMLP the fc1 output and the activation.
 // Megatron's selective recompute reruns core attention, whose flash kernel keeps nothing more.
-std::vector<Saved> megatron_tensors(const MemoryLayout& L, const Shape& s) {
+std::vector<Saved> megatron_tensors(const IterationLayout& L, const Shape& s) {
   const double T = s.tokens;
   std::vector<Saved> out;
   for (int norm = 0; norm < 2; ++norm) {
@@ -144,7 +145,7 @@ struct LossMemory {
   Bytes retained = 0;           ///< kept until the step (the pipeline's outputs)
 };
 
-LossMemory loss_memory(const MemoryLayout& L, const Shape& s) {
+LossMemory loss_memory(const IterationLayout& L, const Shape& s) {
   const double logits = s.tokens * vocab_share(L.model, L.tp);
   LossMemory loss;
   if (L.megatron) {
@@ -171,7 +172,7 @@ LossMemory loss_memory(const MemoryLayout& L, const Shape& s) {
 }
 
 // What the final norm and the output projection keep (the head is eager in torchtitan).
-Bytes head_saved(const MemoryLayout& L, const Shape& s) {
+Bytes head_saved(const IterationLayout& L, const Shape& s) {
   std::vector<Saved> norm;
   norm_tensors(L, s, !L.megatron, norm);
   Bytes total = s.a * s.tokens * s.h;   // the output projection's input (gathered under SP)
@@ -183,7 +184,7 @@ double optimizer_bytes(const TrainingConfig& t) { return t.optimizer == Optimize
 
 }  // namespace
 
-BlockMemory block_memory(const MemoryLayout& L) {
+BlockMemory block_memory(const IterationLayout& L) {
   const Shape s = shape_of(L);
   const std::vector<Saved> tensors = L.megatron ? megatron_tensors(L, s) : torchtitan_tensors(L, s);
   Bytes kept = 0, kept_selective = 0, both = 0;
@@ -236,7 +237,7 @@ struct ChunkParams {
   int layers = 0;
 };
 
-ChunkParams chunk_params(const MemoryLayout& L, int chunk, int chunks) {
+ChunkParams chunk_params(const IterationLayout& L, int chunk, int chunks) {
   const ModelConfig& m = L.model;
   ChunkParams p;
   p.layers = L.chunk_first.at(chunk + 1) - L.chunk_first.at(chunk);
@@ -253,9 +254,11 @@ ChunkParams chunk_params(const MemoryLayout& L, int chunk, int chunks) {
 
 class StageWalk {
  public:
-  StageWalk(const MemoryLayout& L, int stage)
+  StageWalk(const IterationLayout& L, int stage)
       : L_(L), stage_(stage), chunks_(L.pp * L.pipeline.virtual_stages), s_(shape_of(L)), block_(block_memory(L)),
-        loss_(loss_memory(L, s_)), a_(s_.a) {}
+        loss_(loss_memory(L, s_)), a_(s_.a) {
+    for (int c = 0; c < chunks_; ++c) params_.push_back(chunk_params(L, c, chunks_));
+  }
 
   models::MemoryWalk run() {
     hold_states();
@@ -276,7 +279,7 @@ class StageWalk {
   bool megatron_states() const {
     return L_.sharding == StateSharding::megatron || L_.sharding == StateSharding::megatron_distributed;
   }
-  ChunkParams params(int chunk) const { return chunk_params(L_, chunk, chunks_); }
+  const ChunkParams& params(int chunk) const { return params_[static_cast<std::size_t>(chunk)]; }
   double sharded(const ChunkParams& p) const { return p.dense / L_.shard + p.experts / L_.expert_shard; }
   // An FSDP unit's all-gathered parameters: bf16, fp8 for Float8 weights gathered in fp8.
   Bytes block_unit(const ChunkParams& p) const {
@@ -285,14 +288,14 @@ class StageWalk {
   // Units kept unsharded from a chunk's forward to its backward: all of them with PP (torchtitan
   // turns resharding off) and under SHARD_GRAD_OP; else the root and the model's last block.
   Bytes kept_units(int chunk) const {
-    const ChunkParams p = params(chunk);
+    const ChunkParams& p = params(chunk);
     if (L_.pp > 1 || L_.sharding == StateSharding::fsdp_unsharded || !L_.reshard_after_forward)
       return a_ * p.root + p.layers * block_unit(p);
     return a_ * p.root + (p.layers > 0 ? block_unit(p) : 0);
   }
   // Units gathered for one block and prefetched for the next, freed after it.
   Bytes gathered_in_flight(int chunk) const {
-    const ChunkParams p = params(chunk);
+    const ChunkParams& p = params(chunk);
     const bool resharding = L_.pp == 1 && L_.sharding == StateSharding::fsdp && L_.reshard_after_forward;
     return resharding && p.layers > 1 ? 2 * block_unit(p) : 0;
   }
@@ -300,7 +303,7 @@ class StageWalk {
   void hold_states() {
     double whole = 0, shards = 0;
     for (int c = stage_; c < chunks_; c += L_.pp) {
-      const ChunkParams p = params(c);
+      const ChunkParams& p = params(c);
       whole += p.dense + p.experts;
       shards += sharded(p);
     }
@@ -332,7 +335,7 @@ class StageWalk {
   }
 
   void forward(const PipelineAction& a) {
-    const ChunkParams p = params(a.chunk);
+    const ChunkParams& p = params(a.chunk);
     if (fsdp() && !gathered_.count(a.chunk)) {
       walk_.allocate(MemoryTerm::buffers, kept_units(a.chunk));
       gathered_.insert(a.chunk);
@@ -342,23 +345,23 @@ class StageWalk {
     MemoryTerms momentary;
     momentary[MemoryTerm::activations] = block_.forward_workspace;
     momentary[MemoryTerm::buffers] = gathered_in_flight(a.chunk);
-    walk_.peak_at(fmt::format("forward of chunk {}, micro-batch {}", a.chunk, a.microbatch), momentary);
+    walk_.peak_at({"forward", a.chunk, a.microbatch}, momentary);
     if (a.chunk + 1 == chunks_) {
       walk_.allocate(MemoryTerm::activations, head_saved(L_, s_));
       MemoryTerms loss;
       loss[MemoryTerm::activations] = loss_.forward_extra;
-      walk_.peak_at(fmt::format("loss forward, micro-batch {}", a.microbatch), loss);
+      walk_.peak_at({"loss forward,", -1, a.microbatch}, loss);
       walk_.allocate(MemoryTerm::activations, loss_.saved + loss_.retained);
       retained_ += loss_.retained;
     }
   }
 
   void backward(const PipelineAction& a) {
-    const ChunkParams p = params(a.chunk);
+    const ChunkParams& p = params(a.chunk);
     if (a.chunk + 1 == chunks_) {
       MemoryTerms loss;
       loss[MemoryTerm::activations] = loss_.backward_extra;
-      walk_.peak_at(fmt::format("loss backward, micro-batch {}", a.microbatch), loss);
+      walk_.peak_at({"loss backward,", -1, a.microbatch}, loss);
       walk_.release(MemoryTerm::activations, loss_.saved);
       walk_.release(MemoryTerm::activations, head_saved(L_, s_));
     }
@@ -366,13 +369,21 @@ class StageWalk {
     grads_.insert(a.chunk);
     if (first_backward && L_.pp > 1 && fsdp())   // unsharded gradients accumulated in fp32 until the last micro-batch
       walk_.allocate(MemoryTerm::gradients, 4 * (p.dense + p.experts));
-    for (int i = p.layers; i-- > 0;) {
-      MemoryTerms momentary;
-      momentary[MemoryTerm::activations] = block_.recompute + block_.backward_workspace;
-      momentary[MemoryTerm::buffers] = gathered_in_flight(a.chunk) + block_gradient_buffers(p);
-      walk_.peak_at(fmt::format("backward of chunk {}, micro-batch {}", a.chunk, a.microbatch), momentary);
-      walk_.release(MemoryTerm::activations, block_.saved);
-      if (first_backward) allocate_block_gradients(p);
+    // Each block's backward frees its saved tensors and (the first time) adds its gradients:
+    // the live bytes change by the same step from block to block, so the chunk's peak is at its
+    // first block's backward or its last's.
+    MemoryTerms momentary;
+    momentary[MemoryTerm::activations] = block_.recompute + block_.backward_workspace;
+    momentary[MemoryTerm::buffers] = gathered_in_flight(a.chunk) + block_gradient_buffers(p);
+    const auto backward_blocks = [&](int blocks) {
+      walk_.release(MemoryTerm::activations, blocks * block_.saved);
+      if (first_backward) allocate_block_gradients(p, blocks);
+    };
+    if (p.layers > 0) {
+      walk_.peak_at({"backward", a.chunk, a.microbatch}, momentary);
+      backward_blocks(p.layers - 1);
+      if (p.layers > 1) walk_.peak_at({"backward", a.chunk, a.microbatch}, momentary);
+      backward_blocks(1);
     }
     if (L_.pp > 1 && !L_.megatron && a.chunk + 1 < chunks_) walk_.release(MemoryTerm::activations, block_.input);
     if (first_backward && (L_.pp == 1 || !fsdp())) allocate_root_gradients(p);
@@ -390,10 +401,11 @@ class StageWalk {
     if (L_.sharding == StateSharding::replicated) return a_ * unit;   // autocast's bf16 gradient before the fp32 one
     return 0;   // Megatron accumulates wgrad straight into the fp32 main gradients
   }
-  void allocate_block_gradients(const ChunkParams& p) {
+  void allocate_block_gradients(const ChunkParams& p, int blocks) {
     const double unit = p.block_dense + p.block_experts;
-    if (L_.pp == 1 && fsdp()) walk_.allocate(MemoryTerm::gradients, 4 * (p.block_dense / L_.shard + p.block_experts / L_.expert_shard));
-    if (L_.sharding == StateSharding::replicated) walk_.allocate(MemoryTerm::gradients, 4 * unit);
+    if (L_.pp == 1 && fsdp())
+      walk_.allocate(MemoryTerm::gradients, blocks * 4 * (p.block_dense / L_.shard + p.block_experts / L_.expert_shard));
+    if (L_.sharding == StateSharding::replicated) walk_.allocate(MemoryTerm::gradients, blocks * 4 * unit);
   }
   void allocate_root_gradients(const ChunkParams& p) {
     if (fsdp()) walk_.allocate(MemoryTerm::gradients, 4 * p.root / L_.shard);
@@ -411,15 +423,16 @@ class StageWalk {
       gathered_.clear();
     }
     walk_.release(MemoryTerm::activations, retained_);
-    walk_.peak_at("optimizer step");
+    walk_.peak_at({"optimizer step"});
   }
 
-  const MemoryLayout& L_;
+  const IterationLayout& L_;
   const int stage_, chunks_;
   const Shape s_;
   const BlockMemory block_;
   const LossMemory loss_;
   const double a_;
+  std::vector<ChunkParams> params_;
   double whole_ = 0, shards_ = 0;
   Bytes retained_ = 0;
   std::set<int> gathered_, grads_;
@@ -428,19 +441,21 @@ class StageWalk {
 
 }  // namespace
 
-models::MemoryReport transformer_memory(const MemoryLayout& layout, const std::vector<int>& stage_of_rank,
+models::MemoryReport transformer_memory(const IterationLayout& layout, const std::vector<int>& stage_of_rank,
                                         const platforms::GpuModel& gpu, int communicators) {
   models::MemoryReport report;
   report.capacity = gpu.memory;
   const models::RuntimeMemory runtime = models::runtime_memory(gpu, communicators);
-  report.group_of_rank = stage_of_rank;
-  for (int stage = 0; stage < layout.pp; ++stage) {
-    std::vector<int> ranks;
-    for (std::size_t r = 0; r < stage_of_rank.size(); ++r)
-      if (stage_of_rank[r] == stage) ranks.push_back(static_cast<int>(r));
+  // One walk per stage some rank is in, in stage order.
+  std::map<int, std::vector<int>> ranks_of_stage;
+  for (std::size_t r = 0; r < stage_of_rank.size(); ++r) ranks_of_stage[stage_of_rank[r]].push_back(static_cast<int>(r));
+  std::map<int, int> group_of_stage;
+  for (auto& [stage, ranks] : ranks_of_stage) {
+    group_of_stage[stage] = static_cast<int>(report.groups.size());
     const std::string label = layout.pp > 1 ? fmt::format("stage {}", stage) : "every rank";
     report.groups.push_back(models::finish(label, std::move(ranks), StageWalk(layout, stage).run(), runtime));
   }
+  for (int stage : stage_of_rank) report.group_of_rank.push_back(group_of_stage.at(stage));
   return report;
 }
 

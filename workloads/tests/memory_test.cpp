@@ -13,11 +13,11 @@ namespace {
 
 using models::MemoryTerm;
 using transformer::Checkpointing;
-using transformer::MemoryLayout;
+using transformer::IterationLayout;
 
 // Llama 3.1 8B (the llama3-8b preset): 32 layers, hidden 4096, 32 heads, 8 KV heads, FFN 14336.
-MemoryLayout llama8b(Checkpointing checkpointing) {
-  MemoryLayout l;
+IterationLayout llama8b(Checkpointing checkpointing) {
+  IterationLayout l;
   l.model.layers = 32;
   l.model.hidden = 4096;
   l.model.heads = 32;
@@ -60,7 +60,7 @@ TEST(Memory, LlamaBlockSavesWhatTorchtitanSaves) {
 }
 
 TEST(Memory, SequenceParallelismAndContextParallelismSplitTheBlockInput) {
-  MemoryLayout l = llama8b(Checkpointing::full);
+  IterationLayout l = llama8b(Checkpointing::full);
   const double whole = transformer::block_memory(l).saved;
   l.tp.tp = 4;
   EXPECT_NEAR(transformer::block_memory(l).saved, whole / 4, 1e-9 * whole);
@@ -71,7 +71,7 @@ TEST(Memory, SequenceParallelismAndContextParallelismSplitTheBlockInput) {
   EXPECT_NEAR(transformer::block_memory(l).saved, whole / 2, 1e-9 * whole);
 }
 
-models::MemoryReport report(const MemoryLayout& l, int ranks) {
+models::MemoryReport report(const IterationLayout& l, int ranks) {
   platforms::GpuModel gpu;
   gpu.memory = 80.0 * (1 << 30);
   gpu.arch = platforms::GpuArch::hopper;
@@ -81,7 +81,7 @@ models::MemoryReport report(const MemoryLayout& l, int ranks) {
 }
 
 TEST(Memory, FsdpShardsEveryStateAndMegatronShardsTheOptimizer) {
-  MemoryLayout l = llama8b(Checkpointing::selective);
+  IterationLayout l = llama8b(Checkpointing::selective);
   const double params = transformer::total_params(l.model, l.training);
   l.shard = 8;
   const auto fsdp = report(l, 8).worst().at_peak;
@@ -99,16 +99,16 @@ TEST(Memory, FsdpShardsEveryStateAndMegatronShardsTheOptimizer) {
 }
 
 TEST(Memory, PeakFallsWithCheckpointingAndShardingAndGrowsWithTheBatch) {
-  const auto allocated = [](MemoryLayout l) { return report(l, l.shard).worst().allocated; };
-  MemoryLayout none = llama8b(Checkpointing::none), selective = llama8b(Checkpointing::selective),
+  const auto allocated = [](IterationLayout l) { return report(l, l.shard).worst().allocated; };
+  IterationLayout none = llama8b(Checkpointing::none), selective = llama8b(Checkpointing::selective),
                full = llama8b(Checkpointing::full);
-  for (MemoryLayout* l : {&none, &selective, &full}) l->shard = 8;
+  for (IterationLayout* l : {&none, &selective, &full}) l->shard = 8;
   EXPECT_GT(allocated(none), allocated(selective));
   EXPECT_GT(allocated(selective), allocated(full));
-  MemoryLayout more = selective;
+  IterationLayout more = selective;
   more.shard = 64;
   EXPECT_LT(allocated(more), allocated(selective));
-  MemoryLayout bigger = selective;
+  IterationLayout bigger = selective;
   bigger.training.micro_batch = 3;
   EXPECT_GT(allocated(bigger), allocated(selective));
   // The report's terms add up to its peak, and the reserve only adds.
@@ -119,7 +119,7 @@ TEST(Memory, PeakFallsWithCheckpointingAndShardingAndGrowsWithTheBatch) {
 }
 
 TEST(Memory, OneFOneBHoldsFewerMicroBatchesThanGPipe) {
-  MemoryLayout l = llama8b(Checkpointing::full);
+  IterationLayout l = llama8b(Checkpointing::full);
   l.pp = 4;
   l.shard = 2;
   l.training.micro_batch = 1;
