@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <exception>
+#include <iterator>
 #include <map>
+#include <thread>
 #include <tuple>
 
 #include "platforms/config_error.hpp"
@@ -69,12 +73,26 @@ Space read_space(const PlanRequest& r, const Job& job) {
 }
 
 // Prices a layout's collectives with NCCL's model on its groups' GPUs (the groups of rank 0;
-// the mesh places every other group alike), memoised across layouts.
+// the mesh places every other group alike), memoised across layouts by the mesh's degrees.
 class Pricer {
  public:
   explicit Pricer(const Job& job) : job_(job), engine_(sim::make_engine("analytical")) {}
 
   workloads::transformer::CollectivePricer for_layout(const Layout& l) {
+    const Degrees degrees{l.dp_replicate, l.dp_shard, l.cp, l.tp, l.pp};
+    if (groups_.find(degrees) == groups_.end()) groups_.emplace(degrees, groups_of(l));
+    return [this, degrees](LayoutGroup group, models::CollectiveOp op, Bytes bytes) {
+      const auto key = std::make_tuple(degrees, group, op, bytes);
+      auto it = cache_.find(key);
+      if (it == cache_.end()) it = cache_.emplace(key, price(groups_.at(degrees).at(group), op, bytes)).first;
+      return it->second;
+    };
+  }
+
+ private:
+  using Degrees = std::array<int, 5>;
+
+  std::map<LayoutGroup, std::vector<int>> groups_of(const Layout& l) const {
     workloads::Parallelism par;
     par.dp_replicate = l.dp_replicate;
     par.dp_shard = l.dp_shard;
@@ -101,27 +119,22 @@ class Pricer {
                                                       {LayoutGroup::replicate, gpus_of({"dp_replicate"})},
                                                       {LayoutGroup::pp, gpus_of({"pp"})}};
     if (groups[LayoutGroup::pp].size() > 2) groups[LayoutGroup::pp].resize(2);   // one hop
-    return [this, groups](LayoutGroup group, models::CollectiveOp op, Bytes bytes) {
-      return price(groups.at(group), op, bytes);
-    };
+    return groups;
   }
 
- private:
   CollectiveCost price(const std::vector<int>& gpus, models::CollectiveOp op, Bytes bytes) {
     if (gpus.size() < 2 || bytes <= 0) return {};
-    const auto key = std::make_tuple(gpus, op, bytes);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
     const platforms::Allocation allocation{gpus};
     const models::CollectiveContext ctx{job_.platform, allocation, {}};
     const models::CollectiveSpec spec{op, static_cast<int>(gpus.size()), bytes, 0};
     const sim::CollectivePrediction p = sim::predict_collective("nccl", spec, ctx, *engine_);
-    return cache_.emplace(key, CollectiveCost{p.result.time, p.schedule.channels}).first->second;
+    return {p.result.time, p.schedule.channels};
   }
 
   const Job& job_;
   std::unique_ptr<sim::Engine> engine_;
-  std::map<std::tuple<std::vector<int>, models::CollectiveOp, Bytes>, CollectiveCost> cache_;
+  std::map<Degrees, std::map<LayoutGroup, std::vector<int>>> groups_;
+  std::map<std::tuple<Degrees, LayoutGroup, models::CollectiveOp, Bytes>, CollectiveCost> cache_;
 };
 
 // The stages whose peaks bound every stage's: the first (the embedding, the most micro-batches in
@@ -152,23 +165,45 @@ PlanResult run_plan(const PlanRequest& r) {
   const platforms::GpuModel& gpu = job.platform.gpu();
   const workloads::LaunchModel launch;
   const auto start = std::chrono::steady_clock::now();
-  Pricer pricer(job);
-  std::map<std::tuple<int, int, int, int, int>, workloads::transformer::PassTimes> passes;
-  std::vector<Candidate> fitting;
   const std::vector<Layout> layouts = enumerate_layouts(result.space);
   result.layouts = static_cast<long>(layouts.size());
-  for (const Layout& l : layouts) {
-    const workloads::transformer::IterationLayout it = iteration_layout(result.space, l);
-    const models::MemoryReport memory = workloads::transformer::transformer_memory(it, walked_stages(l.pp), gpu, communicators(l));
-    if (!memory.fits()) continue;
-    const auto price = pricer.for_layout(l);
-    const auto key = std::make_tuple(l.tp, l.cp, l.micro_batch, static_cast<int>(l.checkpointing),
-                                     static_cast<int>(l.precision));
-    auto found = passes.find(key);
-    if (found == passes.end()) found = passes.emplace(key, workloads::transformer::pass_times(it, gpu, launch, price)).first;
-    const double estimate = workloads::transformer::estimate_iteration(it, found->second, gpu, launch, price).iteration;
-    fitting.push_back({l, estimate, memory.worst(), std::nullopt});
-  }
+  // Layouts are independent: contiguous slices on the machine's cores, each with its own pricer
+  // and pass cache, joined in enumeration order (the result does not depend on the split).
+  const int threads = static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 16));
+  std::vector<std::vector<Candidate>> slices(static_cast<std::size_t>(threads));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
+  const auto evaluate = [&](int slice) {
+    try {
+      Pricer pricer(job);
+      std::map<std::tuple<int, int, int, int, int>, workloads::transformer::PassTimes> passes;
+      const std::size_t begin = layouts.size() * slice / threads, end = layouts.size() * (slice + 1) / threads;
+      for (std::size_t i = begin; i < end; ++i) {
+        const Layout& l = layouts[i];
+        const workloads::transformer::IterationLayout it = iteration_layout(result.space, l);
+        const models::MemoryReport memory =
+            workloads::transformer::transformer_memory(it, walked_stages(l.pp), gpu, communicators(l));
+        if (!memory.fits()) continue;
+        const auto price = pricer.for_layout(l);
+        const auto key = std::make_tuple(l.tp, l.cp, l.micro_batch, static_cast<int>(l.checkpointing),
+                                         static_cast<int>(l.precision));
+        auto found = passes.find(key);
+        if (found == passes.end())
+          found = passes.emplace(key, workloads::transformer::pass_times(it, gpu, launch, price)).first;
+        const double estimate = workloads::transformer::estimate_iteration(it, found->second, gpu, launch, price).iteration;
+        slices[static_cast<std::size_t>(slice)].push_back({l, estimate, memory.worst(), std::nullopt});
+      }
+    } catch (...) {
+      errors[static_cast<std::size_t>(slice)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int t = 1; t < threads; ++t) workers.emplace_back(evaluate, t);
+  evaluate(0);
+  for (std::thread& w : workers) w.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  std::vector<Candidate> fitting;
+  for (std::vector<Candidate>& slice : slices) std::move(slice.begin(), slice.end(), std::back_inserter(fitting));
   result.fit = static_cast<long>(fitting.size());
   result.estimate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::stable_sort(fitting.begin(), fitting.end(),
