@@ -49,11 +49,11 @@ void text(const plan::PlanResult& r, const platforms::GpuModel& gpu, int top, st
                      r.layouts, r.fit, gpu.memory / kGiB, r.estimate_seconds,
                      r.estimate_seconds > 0 ? r.layouts / r.estimate_seconds : 0.0, r.retimed.size());
   out << fmt::format("{:<4} {:>10} {:>10} {:>12} {:>6} {:>9} {:>9}  {}\n", "rank", "iter (s)", "estimate",
-                     "tokens/s/GPU", "MFU", "mem GiB", "exposed", "layout");
+                     "tokens/s/GPU", "MFU", "need GiB", "exposed", "layout");
   for (std::size_t i = 0; i < r.retimed.size() && static_cast<int>(i) < top; ++i) {
     const Row row{r.retimed[i], r};
     out << fmt::format("{:<4} {:>10.4f} {:>10.4f} {:>12.0f} {:>5.1f}% {:>9.1f} {:>8.1f}%  {}\n", i + 1, row.time(),
-                       row.c.estimate_s, row.tokens_per_gpu(), 100 * row.mfu(gpu), row.c.memory.peak / kGiB,
+                       row.c.estimate_s, row.tokens_per_gpu(), 100 * row.mfu(gpu), row.c.memory.required() / kGiB,
                        100 * row.c.replay->breakdown.exposed_communication / row.time(), row.c.layout.label());
   }
   for (const std::string& note : r.notes) out << "note: " << note << "\n";
