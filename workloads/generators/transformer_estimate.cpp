@@ -109,21 +109,24 @@ class Estimator {
   }
 
   double unit_params() const { return unit_params_; }
-  double gathered_bytes() const { return gathered_bytes_; }
+  Bytes gathered_bytes() const { return gathered_bytes_; }   ///< a block's all-gather (fp8 weights: 1 B)
+  double gathered_per_param() const { return gathered_bytes_ / unit_params_; }
   bool sharded() const { return l_.sharding != StateSharding::replicated; }
   bool gathers_per_microbatch() const { return sharded() && l_.pp == 1 && l_.sharding == StateSharding::fsdp; }
 
   // FSDP's copy kernels around a unit's all-gather (compute stream: copy-out; its own stream:
   // copy-in) and its reduction (compute stream: the cast into the reduce dtype).
-  Seconds copy_out() { return kernel_time(elementwise(l_.training.param_dtype, unit_params(), gathered_bytes() / unit_params(), gathered_bytes() / unit_params(), 0)); }
+  Seconds copy_out() {
+    return kernel_time(elementwise(l_.training.param_dtype, unit_params(), gathered_per_param(), gathered_per_param(), 0));
+  }
   Seconds copy_in() {
-    return kernel_time(elementwise(l_.training.param_dtype, unit_params() / l_.shard, 4, gathered_bytes() / unit_params(), 0));
+    return kernel_time(elementwise(l_.training.param_dtype, unit_params() / l_.shard, 4, gathered_per_param(), 0));
   }
   Seconds reduce_copy_in() {
     models::KernelSpec spec = elementwise(l_.training.param_dtype, unit_params(), a_, r_, 0);
     return kernel_time(r_ > a_ ? models::strided(spec) : spec);
   }
-  CollectiveCost all_gather() { return cost(LayoutGroup::fsdp, CollectiveOp::allgather, unit_params() * gathered_bytes() / unit_params()); }
+  CollectiveCost all_gather() { return cost(LayoutGroup::fsdp, CollectiveOp::allgather, gathered_bytes()); }
   CollectiveCost reduction() {
     if (!sharded()) return cost(LayoutGroup::fsdp, CollectiveOp::allreduce, unit_params() * r_);
     CollectiveCost rs = cost(LayoutGroup::fsdp, CollectiveOp::reduce_scatter, unit_params() * r_);
@@ -133,13 +136,15 @@ class Estimator {
 
   void compose(const PassTimes& p) {
     Seconds fwd = p.forward.elapsed + p.forward.sm_seconds / gpu_.sm_count;
-    Seconds bwd = p.recompute.elapsed + p.backward.elapsed + (p.recompute.sm_seconds + p.backward.sm_seconds) / gpu_.sm_count;
+    Seconds bwd =
+        p.recompute.elapsed + p.backward.elapsed + (p.recompute.sm_seconds + p.backward.sm_seconds) / gpu_.sm_count;
     block_.kernels = p.forward.kernels + p.recompute.kernels + p.backward.kernels;
     if (gathers_per_microbatch()) {
       const CollectiveCost ag = all_gather(), red = reduction();
       const Seconds in = copy_in();
       fwd = overlapped(copy_out() + fwd, ag.time + in, ag.channels);
-      bwd = overlapped(copy_out() + bwd + reduce_copy_in(), ag.time + in + red.time, std::max(ag.channels, red.channels));
+      bwd = overlapped(copy_out() + bwd + reduce_copy_in(), ag.time + in + red.time,
+                       std::max(ag.channels, red.channels));
     } else if (l_.pp == 1) {
       const CollectiveCost red = reduction();
       bwd = overlapped(bwd + (sharded() ? reduce_copy_in() : 0), red.time, red.channels);
