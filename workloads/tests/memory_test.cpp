@@ -59,6 +59,33 @@ TEST(Memory, LlamaBlockSavesWhatTorchtitanSaves) {
   EXPECT_NEAR(full.recompute, kEagerBlock * kTokens, 1e-9 * full.recompute);
 }
 
+// Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
+// section 4.1) count a GPT layer's activations as s b h (34 + 5 a s / h) bytes in 16-bit: flash
+// attention (Transformer Engine) keeps none of the a s^2 terms, and without dropout the two
+// 1-byte masks of s b h go too, leaving 32 s b h, plus the statistics of the two LayerNorms
+// (fp32 mean and rstd, 16 bytes per token) and flash attention's fp32 logsumexp (4 per head).
+TEST(Memory, MegatronGptLayerMatchesKorthikantiWithoutDropoutMasks) {
+  IterationLayout l;
+  l.model.layers = 96;
+  l.model.hidden = 12288;
+  l.model.heads = 96;
+  l.model.kv_heads = 96;
+  l.model.ffn_hidden = 4 * 12288;
+  l.model.vocab = 50257;
+  l.model.activation = transformer::Activation::gelu;
+  l.model.norm = transformer::Norm::layernorm;
+  l.model.bias = true;
+  l.training.micro_batch = 1;
+  l.training.sequence = 2048;
+  l.megatron = true;
+  l.checkpointing = Checkpointing::none;
+  const double tokens = 2048;
+  EXPECT_NEAR(transformer::block_memory(l).saved, tokens * (32.0 * 12288 + 16 + 4 * 96), 1e-9 * tokens * 32 * 12288);
+  // Korthikanti's sequence and tensor parallelism divide all of it by t.
+  l.tp.tp = 8;
+  EXPECT_NEAR(transformer::block_memory(l).saved, tokens * (32.0 * 12288 + 16 + 4 * 96) / 8, 1e-9 * tokens * 4 * 12288);
+}
+
 TEST(Memory, SequenceParallelismAndContextParallelismSplitTheBlockInput) {
   IterationLayout l = llama8b(Checkpointing::full);
   const double whole = transformer::block_memory(l).saved;
