@@ -155,6 +155,35 @@ class Texts {
   std::string scratch_;
 };
 
+// The memory model's allocated bytes per rank as a counter track: each action of the rank's
+// iteration (a chunk's forward or backward) steps up to its own peak when it starts and down to
+// what it leaves when its last GPU op has finished (docs/memory.md).
+void write_memory_track(Writer& w, const ReplayCore& core, const models::MemoryReport& memory) {
+  const workloads::Trace& trace = core.trace();
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  for (int rank = 0; rank < trace.ranks; ++rank) {
+    const models::RankMemory& group = memory.groups.at(static_cast<std::size_t>(memory.group_of_rank.at(rank)));
+    if (group.action_last_op.size() != group.action_peak.size()) continue;
+    const workloads::Program& program = trace.program(rank);
+    Seconds done = 0;
+    std::size_t action = 0;
+    std::int64_t begin = 0;
+    for (int i = 0; i < static_cast<int>(program.ops.size()) && action < group.action_last_op.size(); ++i) {
+      const OpKind kind = program.ops[static_cast<std::size_t>(i)].kind;
+      if (kind == OpKind::kernel || kind == OpKind::memcpy || kind == OpKind::collective || kind == OpKind::send ||
+          kind == OpKind::recv)
+        done = std::max(done, core.end(rank, i));
+      if (i != group.action_last_op[action]) continue;
+      w.event(R"J({{"ph":"C","pid":{},"ts":{},"name":"memory allocated","args":{{"GiB":{:.3f}}}}})J", rank,
+              Micros{begin}, group.action_peak[action] / kGiB);
+      begin = nanoseconds(done);
+      w.event(R"J({{"ph":"C","pid":{},"ts":{},"name":"memory allocated","args":{{"GiB":{:.3f}}}}})J", rank,
+              Micros{begin}, group.action_after[action] / kGiB);
+      ++action;
+    }
+  }
+}
+
 }  // namespace
 
 void write_timeline(std::ostream& out, const ReplayCore& core) {
@@ -197,6 +226,8 @@ void write_timeline(std::ostream& out, const ReplayCore& core) {
               workloads::to_string(op.kind), texts.args(rank, i, op));
     }
   }
+
+  if (trace.memory) write_memory_track(w, core, *trace.memory);
 
   for (int instance = 0; instance < core.meeting_count(); ++instance) {
     const ReplayCore::Meeting meeting = core.meeting(instance);

@@ -41,6 +41,7 @@ void MemoryWalk::peak_at(const Moment& moment, const MemoryTerms& momentary) {
   MemoryTerms now = live_;
   now += momentary;
   const Bytes total = now.total();
+  window_peak_ = std::max(window_peak_, total);
   if (total <= peak_bytes_) return;
   peak_ = now;
   peak_bytes_ = total;

@@ -55,11 +55,15 @@ class MemoryWalk {
   const MemoryTerms& peak() const { return peak_; }
   Bytes peak_bytes() const { return peak_bytes_; }
   const Moment& peak_moment() const { return peak_moment_; }
+  /// @brief Starts a window (an action of the iteration) whose own peak `window_peak` reports.
+  void open_window() { window_peak_ = live_.total(); }
+  Bytes window_peak() const { return window_peak_; }
 
  private:
   MemoryTerms live_, peak_;
   Bytes peak_bytes_ = -1;
   Moment peak_moment_;
+  Bytes window_peak_ = 0;
 };
 
 /// @brief Costs outside the iteration's tensors, added to every rank's peak.
@@ -86,6 +90,11 @@ struct RankMemory {
   Bytes outside = 0;            ///< what lives outside the allocator (context, NCCL)
   Bytes peak = 0;               ///< reserved + outside: the device memory the rank takes
   std::string moment;           ///< where in the iteration the peak falls
+  /// Per action of the rank's iteration (a pipeline chunk's forward or backward, in program
+  /// order): the allocated bytes at its peak and after it, and the index of its last op in the
+  /// rank's program (filled by the generator), for the timeline's memory track.
+  std::vector<Bytes> action_peak, action_after;
+  std::vector<int> action_last_op;
   /// @brief What the rank cannot run without: its live blocks and what lives outside them. The
   /// allocator's reserve above that is given back (cache flushes and retries) when memory is short.
   Bytes required() const { return allocated + outside; }

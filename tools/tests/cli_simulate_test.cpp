@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tools/tests/cli_run.hpp"
@@ -121,6 +122,38 @@ TEST(CliSimulate, TimelineIsChromeTraceJson) {
   }
   EXPECT_EQ(process_names, 4);   // one process per rank
   EXPECT_GT(slices, 0);
+}
+
+// Issue 21: a generated workload's timeline carries each rank's allocated memory as a counter
+// track, two samples per pipeline action (its peak as it starts, what it leaves as it ends), the
+// largest equal to the JSON's allocated peak.
+TEST(CliSimulate, TimelineHasTheMemoryTrack) {
+  const std::string path = "/tmp/stepsim_cli_memory_" + std::to_string(::getpid()) + ".json";
+  const std::vector<std::string> args = {"simulate", "dgx-h100", "llama3-8b", "-p", "workload.model.layers=4", "-p",
+                                         "workload.parallelism.pp=2", "-p", "workload.training.gradient_accumulation=4"};
+  std::vector<std::string> with_timeline = args;
+  with_timeline.insert(with_timeline.end(), {"--timeline", path});
+  ASSERT_EQ(run_stepsim(with_timeline).exit_code, 0);
+  std::ifstream in(path);
+  const nlohmann::json timeline = nlohmann::json::parse(in);
+  std::remove(path.c_str());
+  std::vector<std::string> json_args(args.begin() + 1, args.end());
+  const auto report = simulate_json(json_args);
+  std::map<int, int> samples;
+  std::map<int, double> highest;
+  for (const auto& e : timeline["traceEvents"]) {
+    if (e["ph"] != "C") continue;
+    EXPECT_EQ(e["name"], "memory allocated");
+    ++samples[e["pid"].get<int>()];
+    highest[e["pid"].get<int>()] = std::max(highest[e["pid"].get<int>()], e["args"]["GiB"].get<double>());
+  }
+  EXPECT_EQ(samples.size(), 8u);
+  for (const auto& [rank, n] : samples) EXPECT_EQ(n, 2 * 2 * 4) << rank;   // 4 micro-batches, forward and backward
+  double peak = 0;
+  for (const auto& [rank, gib] : highest) peak = std::max(peak, gib);
+  double allocated = 0;
+  for (const auto& g : report["memory"]["per_group"]) allocated = std::max(allocated, g["allocated_bytes"].get<double>());
+  EXPECT_NEAR(peak, allocated / (1 << 30), 1e-3);
 }
 
 TEST(CliSimulate, BadWorkloadsExitWithTwoAndSayWhy) {

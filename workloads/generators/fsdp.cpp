@@ -270,7 +270,9 @@ class FsdpEmitter : public TransformerEmitter {
     if (par_.pp > 1) return emit_pipeline(blocks);
     for (int micro = 0; micro < t_.gradient_accumulation; ++micro) {
       forward(blocks.embedding, blocks.layer, blocks.head);
+      end_action(0);
       backward(blocks.embedding, blocks.layer, blocks.head);
+      end_action(0);
     }
     optimizer_step();
     add_notes(blocks.embedding, blocks.layer, blocks.head);

@@ -322,6 +322,8 @@ class ProgramBuilder {
   /// process the same tokens together.
   void set_work_and_note(const ModelConfig& model, const TrainingConfig& training, int sharers = 1);
 
+  /// @brief Ops in the program being written.
+  int ops_written() const { return static_cast<int>(writer_->program().ops.size()); }
   /// @brief Gives the program written so far to `ranks` and starts an empty one.
   void next_program(const std::vector<int>& ranks);
   /// @brief The trace: the program written so far run by every rank, unless next_program

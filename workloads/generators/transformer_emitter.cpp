@@ -147,6 +147,7 @@ void TransformerEmitter::run_stage(int stage, const std::vector<int>& first, con
       forward_chunk(a, first, blocks);
     else
       backward_chunk(a, first, blocks);
+    end_action(stage);
   }
 }
 
@@ -216,7 +217,13 @@ Trace TransformerEmitter::with_memory(Trace trace, const IterationLayout& layout
   int communicators = 0;
   for (int r = 0; r < trace.ranks; ++r) communicators = std::max(communicators, communicators_of(trace, r));
   trace.memory = transformer_memory(layout, stage_of_rank, gpu_, communicators);
+  for (models::RankMemory& group : trace.memory->groups) {
+    const int stage = stage_of_rank.at(static_cast<std::size_t>(group.ranks.front()));
+    if (auto it = action_last_op_.find(stage); it != action_last_op_.end()) group.action_last_op = it->second;
+  }
   return trace;
 }
+
+void TransformerEmitter::end_action(int stage) { action_last_op_[stage].push_back(b_.ops_written() - 1); }
 
 }  // namespace stepsim::workloads::transformer

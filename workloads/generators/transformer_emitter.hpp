@@ -6,6 +6,7 @@
 /// backward with the activations sent between stages. The data-parallel protocol (when
 /// parameters are gathered and gradients reduced) is the subclass's, through four hooks.
 /// Internal to workloads/generators/.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -87,8 +88,11 @@ class TransformerEmitter {
   /// the subclass adds how its data-parallel ranks hold the state.
   IterationLayout iteration_layout(const std::vector<int>& chunk_first) const;
   /// @brief `trace` with every rank's peak memory (transformer_memory): ranks grouped by their
-  /// pipeline stage, each joining the communicators its groups give it, and a note per term.
+  /// pipeline stage, each joining the communicators its groups give it, with the last op of
+  /// each of the stage's actions (end_action) for the timeline's memory track.
   Trace with_memory(Trace trace, const IterationLayout& layout) const;
+  /// @brief Marks the end of one action (a chunk's forward or backward) of stage `stage`.
+  void end_action(int stage);
 
   const ModelConfig& m_;
   const TrainingConfig& t_;
@@ -101,6 +105,7 @@ class TransformerEmitter {
   double r_;   ///< bytes per gradient in reduce_dtype
   int tp_group_ = -1, pp_group_ = -1, cp_group_ = -1, ep_group_ = -1, efsdp_group_ = -1, efsdp_size_ = 0;
   int embedding_group_ = -1;   ///< pipeline with tied embeddings: first and last stage
+  std::map<int, std::vector<int>> action_last_op_;   ///< per stage: its actions' last ops
   int compute_ = -1;
   int send_next_ = -1, recv_prev_ = -1, send_prev_ = -1, recv_next_ = -1;   ///< pipeline p2p streams
 

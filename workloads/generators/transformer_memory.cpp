@@ -269,10 +269,16 @@ class StageWalk {
     } else {
       for (int m = 0; m < L_.training.gradient_accumulation; ++m) actions.insert(actions.end(), {{true, 0, m}, {false, 0, m}});
     }
-    for (const PipelineAction& a : actions) a.forward ? forward(a) : backward(a);
+    for (const PipelineAction& a : actions) {
+      walk_.open_window();
+      a.forward ? forward(a) : backward(a);
+      action_peak.push_back(walk_.window_peak());
+      action_after.push_back(walk_.live().total());
+    }
     finish_step();
     return walk_;
   }
+  std::vector<Bytes> action_peak, action_after;   ///< per action: its peak, the bytes after it
 
  private:
   bool fsdp() const { return L_.sharding == StateSharding::fsdp || L_.sharding == StateSharding::fsdp_unsharded; }
@@ -453,7 +459,10 @@ models::MemoryReport transformer_memory(const IterationLayout& layout, const std
   for (auto& [stage, ranks] : ranks_of_stage) {
     group_of_stage[stage] = static_cast<int>(report.groups.size());
     const std::string label = layout.pp > 1 ? fmt::format("stage {}", stage) : "every rank";
-    report.groups.push_back(models::finish(label, std::move(ranks), StageWalk(layout, stage).run(), runtime));
+    StageWalk walk(layout, stage);
+    report.groups.push_back(models::finish(label, std::move(ranks), walk.run(), runtime));
+    report.groups.back().action_peak = std::move(walk.action_peak);
+    report.groups.back().action_after = std::move(walk.action_after);
   }
   for (int stage : stage_of_rank) report.group_of_rank.push_back(group_of_stage.at(stage));
   return report;
