@@ -76,7 +76,7 @@ std::vector<Layout> enumerate_layouts(const Space& s) {
     for (int pp : divisors(s.gpus / tp)) {
       if (s.model.layers + 2 < pp) continue;   // torchtitan's split: a block per chunk at least
       for (int cp : divisors(s.gpus / tp / pp)) {
-        if (s.sequence % (2 * cp) != 0 || cp > 8) continue;
+        if ((cp > 1 && s.sequence % (2 * cp) != 0) || cp > 8) continue;   // the load balancer's 2 cp chunks
         const int dp = s.gpus / tp / pp / cp;
         if (s.global_batch % dp != 0) continue;
         const int local = s.global_batch / dp;

@@ -32,8 +32,15 @@ struct Job {
   platforms::Allocation allocation;
 };
 
+// Stated limits: beyond them a plan would price collectives over more ranks than any run
+// stepsim has been checked against, or enumerate micro-batch splits by the million.
+constexpr int kMaxGpus = 32768;
+constexpr int kMaxGlobalBatch = 1 << 20;
+
 Job make_job(const PlanRequest& r) {
-  if (r.gpus < 1) throw ConfigError("--gpus", "a plan needs at least one GPU", "write e.g. --gpus 256");
+  if (r.gpus < 1 || r.gpus > kMaxGpus)
+    throw ConfigError("--gpus " + std::to_string(r.gpus), fmt::format("a plan takes 1 to {} GPUs", kMaxGpus),
+                      "write e.g. --gpus 256");
   platforms::PlatformOptions probe = r.platform_options;
   probe.nodes = 1;
   const int per_node = platforms::load_platform(r.platform, probe).gpus_per_node();
@@ -67,8 +74,9 @@ Space read_space(const PlanRequest& r, const Job& job) {
   s.global_batch = r.global_batch;
   s.sequence = r.sequence > 0 ? r.sequence : s.training.sequence;
   s.fp8 = job.platform.gpu().fp8_flops > 0;
-  if (s.global_batch < 1)
-    throw ConfigError("--global-batch", "the step needs at least one sequence", "write e.g. --global-batch 512");
+  if (s.global_batch < 1 || s.global_batch > kMaxGlobalBatch)
+    throw ConfigError("--global-batch " + std::to_string(s.global_batch),
+                      fmt::format("a step takes 1 to {} sequences", kMaxGlobalBatch), "write e.g. --global-batch 512");
   return s;
 }
 
@@ -205,6 +213,16 @@ PlanResult run_plan(const PlanRequest& r) {
   std::vector<Candidate> fitting;
   for (std::vector<Candidate>& slice : slices) std::move(slice.begin(), slice.end(), std::back_inserter(fitting));
   result.fit = static_cast<long>(fitting.size());
+  if (layouts.empty())
+    throw ConfigError("--global-batch " + std::to_string(r.global_batch),
+                      fmt::format("no layout of {} on {} GPUs splits {} sequences of {} tokens", r.model, r.gpus,
+                                  r.global_batch, result.space.sequence),
+                      "use a global batch that a data-parallel degree divides (a multiple of the GPU count always "
+                      "works), or a sequence length divisible by 2");
+  if (fitting.empty())
+    throw ConfigError(r.model, fmt::format("none of the {} layouts on {} GPUs fits gpu.memory ({:.1f} GiB)",
+                                           layouts.size(), r.gpus, gpu.memory / (1024.0 * 1024 * 1024)),
+                      "use more GPUs, a smaller global batch or sequence, or GPUs with more memory");
   result.estimate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::stable_sort(fitting.begin(), fitting.end(),
                    [](const Candidate& a, const Candidate& b) { return a.estimate_s < b.estimate_s; });
