@@ -386,6 +386,7 @@ class DlrmBuilder {
         rank.kernel("interaction.output_cat", pass_spec(b * (dim + pairs), act_bytes_, act_bytes_));
       }
     }
+    if (c_.interaction == "dcn_v2") cross_forward(rank, gemm_op, b);
     for (std::size_t i = 0; i < top.size(); ++i) {
       gemm_op("top_mlp.fc" + std::to_string(i), Layout::nt, b, top[i].out, top[i].in);
       if (i + 1 < top.size()) relu_forward(rank, "top_mlp.fc" + std::to_string(i), b * top[i].out);
@@ -409,6 +410,7 @@ class DlrmBuilder {
       buckets.add(params * 4);
       dense_params += params;
     }
+    if (c_.interaction == "dcn_v2") dense_params += cross_backward(rank, gemm_op, b, buckets);
     // DDP launches a bucket once its last gradient is ready: without the bottom MLP in DDP
     // (rank0), the top MLP's last partial bucket is complete here.
     if (c_.bottom_on_rank0) buckets.flush();
@@ -647,6 +649,47 @@ class DlrmBuilder {
   }
   /// Before a layer's GEMMs: the ReLU's gradient (output and its gradient read, input gradient
   /// written); apex's kernel also sums the bias gradient.
+  // DCN v2's cross network as TorchRec's LowRankCrossNet runs it in eager PyTorch: x0 is the
+  // concatenated bottom output and pooled embeddings (top_input() wide), and each layer l computes
+  // x_{l+1} = x0 * (U (V x_l) + bias) + x_l: two GEMMs through the low rank r, then a bias add,
+  // a product and a sum, each its own elementwise kernel. Wang et al. 2021, eq. 1 and section 5.2.
+  template <typename Gemm>
+  void cross_forward(RankBuilder& rank, const Gemm& gemm_op, double b) const {
+    const double width = top_input(), r = c_.dcn_low_rank;
+    rank.kernel("interaction.cat", pass_spec(b * width, act_bytes_, act_bytes_));
+    for (int l = 0; l < c_.dcn_layers; ++l) {
+      const std::string name = "interaction.cross" + std::to_string(l);
+      gemm_op(name + ".v", Layout::nt, b, r, width);
+      gemm_op(name + ".u", Layout::nt, b, width, r);
+      rank.kernel(name + ".bias", pass_spec(b * width, act_bytes_, act_bytes_));
+      rank.kernel(name + ".mul_x0", pass_spec(b * width, 2 * act_bytes_, act_bytes_));
+      rank.kernel(name + ".residual", pass_spec(b * width, 2 * act_bytes_, act_bytes_));
+    }
+  }
+
+  // Its backward, last layer first: the product's two input gradients (into U V x_l's and,
+  // accumulated, into x0's), the bias gradient (a column sum), both GEMMs' input and weight
+  // gradients, and the residual's sum into x_l's gradient; then x0's gradient gathers its last
+  // term. Each layer's 2 d r + d parameters join DDP's buckets. Returns the parameters.
+  template <typename Gemm>
+  double cross_backward(RankBuilder& rank, const Gemm& gemm_op, double b, Buckets& buckets) const {
+    const double width = top_input(), r = c_.dcn_low_rank;
+    for (int l = c_.dcn_layers; l-- > 0;) {
+      const std::string name = "interaction.cross" + std::to_string(l);
+      rank.kernel(name + ".mul_x0.backward_input", pass_spec(b * width, 2 * act_bytes_, act_bytes_));
+      rank.kernel(name + ".mul_x0.backward_x0", pass_spec(b * width, 3 * act_bytes_, act_bytes_));
+      rank.kernel(name + ".bias_grad", KernelSpec{"column_sum", c_.dtype, {{"rows", b}, {"cols", width}}, {}});
+      gemm_op(name + ".u.dgrad", Layout::nn, b, r, width);
+      gemm_op(name + ".u.wgrad", Layout::tn, width, r, b);
+      gemm_op(name + ".v.dgrad", Layout::nn, b, width, r);
+      gemm_op(name + ".v.wgrad", Layout::tn, r, width, b);
+      rank.kernel(name + ".residual.backward", pass_spec(b * width, 2 * act_bytes_, act_bytes_));
+      buckets.add((2 * width * r + width) * 4);
+    }
+    rank.kernel("interaction.x0_grad", pass_spec(b * width, 2 * act_bytes_, act_bytes_));
+    return c_.dcn_layers * (2 * width * r + width);
+  }
+
   void relu_backward(RankBuilder& rank, const std::string& layer, double rows, double cols) const {
     if (c_.mlp_epilogue == MlpEpilogue::torch)
       rank.kernel(layer + ".relu_backward", pass_spec(rows * cols, 2 * act_bytes_, act_bytes_));
@@ -795,6 +838,13 @@ class DlrmBuilder {
     if (c_.interaction == "dot" && !c_.fused_interaction)
       trace_.note("dot interaction as PyTorch runs it: cat, bmm, index_select of the lower triangle and cat "
                       "forward; the index_select's index_add, both bmm gradients and their sums backward");
+    if (c_.interaction == "dcn_v2")
+      trace_.note(fmt::format("DCN v2 interaction: {} low-rank cross layers (rank {}) over the {} concatenated values "
+                              "of the bottom output and pooled embeddings, eager as TorchRec's LowRankCrossNet: two "
+                              "GEMMs and three elementwise kernels per layer forward, four GEMMs, three elementwise "
+                              "kernels and a bias reduction backward; {:.4g} parameters in DDP's buckets",
+                              c_.dcn_layers, c_.dcn_low_rank, top_input(),
+                              c_.dcn_layers * (2.0 * top_input() * c_.dcn_low_rank + top_input())));
     if (c_.interaction_pad_to > 1)
       trace_.note("interaction output zero-padded to a multiple of " + std::to_string(c_.interaction_pad_to) +
                       " values: the first top layer takes " + std::to_string(top_input()));

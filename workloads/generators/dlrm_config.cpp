@@ -179,16 +179,35 @@ class ConfigReader {
     return d;
   }
 
+  // DCN v2's cross network (Wang et al. 2021, "DCN V2", eq. 1 with the low-rank W = U V of its
+  // section 5.2; TorchRec's LowRankCrossNet): `layers` and `low_rank` are the model's, stated.
+  void read_dcn(const YAML::Node& m) {
+    const YAML::Node dcn = m["dcn"];
+    if (c_.interaction != "dcn_v2") {
+      if (dcn)
+        r_.fail("model.dcn", dcn, "model.dcn configures interaction: dcn_v2",
+                "add interaction: dcn_v2, or drop the dcn: section");
+      return;
+    }
+    if (!dcn || !dcn.IsMap())
+      r_.fail("model.dcn", dcn ? dcn : m["interaction"], "interaction: dcn_v2 needs its cross network's shape",
+              "add dcn: {layers: 3, low_rank: 512} (MLPerf DLRM-DCNv2's)");
+    r_.check_keys(dcn, "model.dcn", {"layers", "low_rank"});
+    c_.dcn_layers = r_.get_int(r_.require(dcn, "model.dcn", "layers"), "model.dcn.layers", 1);
+    c_.dcn_low_rank = r_.get_int(r_.require(dcn, "model.dcn", "low_rank"), "model.dcn.low_rank", 1);
+  }
+
   void read_model(const YAML::Node& m, const IndexDistribution& distribution) {
     r_.check_keys(m, "model",
                   {"dense_features", "bottom_mlp", "top_mlp", "embedding_dim", "interaction", "interaction_kernel",
-                   "interaction_pad_to", "mlp_epilogue", "embedding_kernel", "tables"});
+                   "interaction_pad_to", "mlp_epilogue", "embedding_kernel", "tables", "dcn"});
     c_.dense_features = r_.get_int(r_.require(m, "model", "dense_features"), "model.dense_features", 1);
     c_.bottom_mlp = read_widths(r_.require(m, "model", "bottom_mlp"), "model.bottom_mlp");
     c_.top_mlp = read_widths(r_.require(m, "model", "top_mlp"), "model.top_mlp");
     const YAML::Node dim = r_.require(m, "model", "embedding_dim");
     c_.embedding_dim = r_.get_int(dim, "model.embedding_dim", 1);
-    if (m["interaction"]) c_.interaction = r_.get_choice(m["interaction"], "model.interaction", {"dot", "cat"});
+    if (m["interaction"]) c_.interaction = r_.get_choice(m["interaction"], "model.interaction", {"dot", "cat", "dcn_v2"});
+    read_dcn(m);
     // How the dot interaction runs: a batched GEMM (torch.bmm), or one fused kernel.
     if (m["interaction_kernel"]) {
       c_.fused_interaction =

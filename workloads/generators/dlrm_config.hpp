@@ -39,7 +39,9 @@ struct DlrmConfig {
   std::vector<int> bottom_mlp;       // output widths; the input is dense_features
   std::vector<int> top_mlp;          // output widths; the input is the interaction's output
   int embedding_dim = 0;
-  std::string interaction = "dot";
+  std::string interaction = "dot";   // dot, cat, or dcn_v2 (DCN v2's low-rank cross layers)
+  int dcn_layers = 0;                // model.dcn.layers: cross layers of dcn_v2
+  int dcn_low_rank = 0;              // model.dcn.low_rank: r of each layer's W = U V (U: d x r, V: r x d)
   bool fused_interaction = false;    // model.interaction_kernel: fused (NVIDIA's dot_based_interact)
   int interaction_pad_to = 1;        // model.interaction_pad_to: the dot output's width rounded up to it
   MlpEpilogue mlp_epilogue = MlpEpilogue::fused;  // model.mlp_epilogue

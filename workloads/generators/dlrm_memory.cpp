@@ -32,7 +32,9 @@ models::MemoryWalk walk_rank(const DlrmConfig& c, const DlrmRankShape& r, double
                              int top_input, int ranks) {
   const double act = models::bytes_of(c.dtype);
   const double table = models::bytes_of(c.embedding_dtype);
-  const double dense = mlp_params(top_input, c.top_mlp) + (r.bottom ? mlp_params(c.dense_features, c.bottom_mlp) : 0);
+  const double cross_params = c.interaction == "dcn_v2" ? c.dcn_layers * (2.0 * top_input * c.dcn_low_rank + top_input) : 0;
+  const double dense = mlp_params(top_input, c.top_mlp) + (r.bottom ? mlp_params(c.dense_features, c.bottom_mlp) : 0) +
+                       cross_params;
   models::MemoryWalk w;
   w.allocate(MemoryTerm::parameters, r.table_bytes + 4 * dense);
   // fp32 dense gradients, and DDP's bucket copy of them across ranks (gradient_as_bucket_view off).
@@ -46,8 +48,10 @@ models::MemoryWalk walk_rank(const DlrmConfig& c, const DlrmRankShape& r, double
   if (ranks > 1) w.allocate(MemoryTerm::buffers, r.exchanged_values * act);
   if (r.bottom) w.allocate(MemoryTerm::activations, bottom_batch * mlp_saved_values(c.bottom_mlp) * act);
   const double vectors = c.tables.size() + 1.0;
+  // DCN v2 keeps x0 and, per cross layer, V x_l (r wide), U V x_l + bias and x_{l+1}.
+  const double cross = c.interaction == "dcn_v2" ? c.dcn_layers * (2.0 * top_input + c.dcn_low_rank) : 0;
   const double interaction =
-      batch * (vectors * c.embedding_dim + (c.interaction == "dot" ? vectors * vectors : 0) + top_input) * act;
+      batch * (vectors * c.embedding_dim + (c.interaction == "dot" ? vectors * vectors : 0) + top_input + cross) * act;
   w.allocate(MemoryTerm::activations, interaction);
   const double top = batch * mlp_saved_values(c.top_mlp) * act;
   w.allocate(MemoryTerm::activations, top);

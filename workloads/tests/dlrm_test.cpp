@@ -243,6 +243,45 @@ TEST_F(Dlrm, BucketsOverlapBackward) {
   EXPECT_EQ(p.streams, (std::vector<std::string>{"compute", "embedding_comm", "allreduce"}));
 }
 
+// ---------------------------------------------------------------- DCN v2 interaction
+
+// DCN v2 against cat on the small DLRM (x0 = 16 + 4 x 16 = 80 values, the top MLP's input either
+// way): per cross layer two forward GEMMs through the rank and four backward ones, each 2 b d r
+// FLOPs, so 12 L b d r more; 2 d r + d parameters per layer more in DDP's buckets (fp32) and in
+// the rank's parameters.
+TEST_F(Dlrm, DcnV2AddsItsCrossLayersGemmsAndParameters) {
+  const std::string cat = with_model_key(small_dlrm(), "interaction: cat");
+  const std::string dcn = with_model_key(small_dlrm(), "interaction: dcn_v2\n  dcn: {layers: 3, low_rank: 8}");
+  const Trace a = parse(cat, "0,1"), b = parse(dcn, "0,1");
+  const double batch = 1024 / 2, d = 80, r = 8, layers = 3;
+  EXPECT_NEAR(b.work.model_flops_per_rank - a.work.model_flops_per_rank, 12 * layers * batch * d * r, 1e-6);
+  const auto bytes = [](const Trace& t) {
+    double total = 0;
+    for (const CollectiveCall& c : calls(t, 0, models::CollectiveOp::allreduce)) total += c.bytes;
+    return total;
+  };
+  EXPECT_NEAR(bytes(b) - bytes(a), 4 * layers * (2 * d * r + d), 1e-6);
+  EXPECT_EQ(kernels_named(b, 0, "interaction.cross2.v").size(), 1u);
+  EXPECT_EQ(kernels_named(b, 0, "interaction.cross0.bias_grad").front()->kind, "column_sum");
+  const double params = [&] {
+    const auto& g = b.memory->groups.front().at_peak;
+    const auto& h = a.memory->groups.front().at_peak;
+    return g[models::MemoryTerm::parameters] - h[models::MemoryTerm::parameters];
+  }();
+  EXPECT_NEAR(params, 4 * layers * (2 * d * r + d), 1e-6);
+}
+
+TEST_F(Dlrm, DcnV2NeedsItsShape) {
+  EXPECT_NE(error(with_model_key(small_dlrm(), "interaction: dcn_v2")).find("add dcn: {layers"), std::string::npos);
+  EXPECT_NE(error(with_model_key(small_dlrm(), "dcn: {layers: 3, low_rank: 8}")).find("model.dcn configures"),
+            std::string::npos);
+  EXPECT_NE(error(with_model_key(small_dlrm(), "interaction: dcn_v2\n  dcn: {layers: 0, low_rank: 8}"))
+                .find("model.dcn.layers"),
+            std::string::npos);
+  EXPECT_NE(error(with_model_key(small_dlrm(), "interaction: dcn_v2\n  dcn: {layers: 3, rank: 8}")).find("low_rank"),
+            std::string::npos);
+}
+
 // ---------------------------------------------------------------- planners
 
 TEST(DlrmPlanners, SizeGreedyBalancesTheHandCase) {
