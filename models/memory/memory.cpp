@@ -9,12 +9,18 @@ namespace stepsim::models {
 
 const char* to_string(MemoryTerm term) {
   switch (term) {
-    case MemoryTerm::parameters: return "parameters";
-    case MemoryTerm::gradients: return "gradients";
-    case MemoryTerm::optimizer: return "optimizer";
-    case MemoryTerm::activations: return "activations";
-    case MemoryTerm::buffers: return "buffers";
-    case MemoryTerm::other: return "other";
+    case MemoryTerm::parameters:
+      return "parameters";
+    case MemoryTerm::gradients:
+      return "gradients";
+    case MemoryTerm::optimizer:
+      return "optimizer";
+    case MemoryTerm::activations:
+      return "activations";
+    case MemoryTerm::buffers:
+      return "buffers";
+    case MemoryTerm::other:
+      return "other";
   }
   return "?";
 }
@@ -100,10 +106,11 @@ std::string does_not_fit(const MemoryReport& report) {
   std::string largest;
   for (std::size_t i = 0; i < 3; ++i)
     largest += fmt::format("{}{} {:.1f} GiB", i ? ", " : "", to_string(terms[i]), worst->at_peak[terms[i]] / kGiB);
-  return fmt::format("needs {:.1f} GiB per GPU without the allocator's cache ({}, at the {}) but gpu.memory is "
-                     "{:.1f} GiB, {:.1f} GiB short; largest terms: {}",
-                     worst->required() / kGiB, worst->label, worst->moment, report.capacity / kGiB,
-                     (worst->required() - report.capacity) / kGiB, largest);
+  return fmt::format(
+      "needs {:.1f} GiB per GPU without the allocator's cache ({}, at the {}) but gpu.memory is "
+      "{:.1f} GiB, {:.1f} GiB short; largest terms: {}",
+      worst->required() / kGiB, worst->label, worst->moment, report.capacity / kGiB,
+      (worst->required() - report.capacity) / kGiB, largest);
 }
 
 bool MemoryReport::fits() const {

@@ -71,8 +71,8 @@ struct RuntimeMemory {
   /// PyTorch's caching allocator reserves whole segments (2 MiB granules for blocks over 1 MiB,
   /// cached after use and split for smaller requests): reserved = allocated x (1 + this).
   double allocator_overhead = 0;
-  Bytes cuda_context = 0;       ///< driver context, kernel images, cuBLAS handles
-  Bytes nccl_buffers = 0;       ///< every communicator's connection buffers
+  Bytes cuda_context = 0;  ///< driver context, kernel images, cuBLAS handles
+  Bytes nccl_buffers = 0;  ///< every communicator's connection buffers
 };
 
 /// @brief The runtime costs of a job whose ranks each belong to `communicators` NCCL
@@ -82,14 +82,14 @@ RuntimeMemory runtime_memory(const platforms::GpuModel& gpu, int communicators);
 
 /// @brief One rank's (or one pipeline stage's ranks') peak.
 struct RankMemory {
-  std::string label;            ///< e.g. "stage 3" or "every rank"
-  std::vector<int> ranks;       ///< the ranks it stands for
-  MemoryTerms at_peak;          ///< the walk's terms at its peak, `other` filled by `finish`
-  Bytes allocated = 0;          ///< the caching allocator's peak of live blocks (torch max_memory_allocated)
-  Bytes reserved = 0;           ///< what it reserves at that peak (torch max_memory_reserved)
-  Bytes outside = 0;            ///< what lives outside the allocator (context, NCCL)
-  Bytes peak = 0;               ///< reserved + outside: the device memory the rank takes
-  std::string moment;           ///< where in the iteration the peak falls
+  std::string label;       ///< e.g. "stage 3" or "every rank"
+  std::vector<int> ranks;  ///< the ranks it stands for
+  MemoryTerms at_peak;     ///< the walk's terms at its peak, `other` filled by `finish`
+  Bytes allocated = 0;     ///< the caching allocator's peak of live blocks (torch max_memory_allocated)
+  Bytes reserved = 0;      ///< what it reserves at that peak (torch max_memory_reserved)
+  Bytes outside = 0;       ///< what lives outside the allocator (context, NCCL)
+  Bytes peak = 0;          ///< reserved + outside: the device memory the rank takes
+  std::string moment;      ///< where in the iteration the peak falls
   /// Per action of the rank's iteration (a pipeline chunk's forward or backward, in program
   /// order): the allocated bytes at its peak and after it, and the index of its last op in the
   /// rank's program (filled by the generator), for the timeline's memory track.
@@ -104,8 +104,8 @@ struct RankMemory {
 struct MemoryReport {
   std::vector<RankMemory> groups;
   std::vector<int> group_of_rank;
-  std::vector<std::string> notes;   ///< the assumptions behind the terms
-  Bytes capacity = 0;               ///< gpu.memory
+  std::vector<std::string> notes;  ///< the assumptions behind the terms
+  Bytes capacity = 0;              ///< gpu.memory
   /// @brief The group with the largest peak (the first on a tie).
   const RankMemory& worst() const;
   /// @brief Whether every group's required bytes fit `capacity`.

@@ -2,11 +2,10 @@
 // of shipped models on dgx-h100 clusters, printing the layouts enumerated, those that fit, the
 // wall time of pruning and estimating them all and its rate, and the re-timed best layout.
 // Not a test: numbers depend on the machine. Run: meson test -C BUILD --benchmark.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "tools/plan/planner.hpp"
 

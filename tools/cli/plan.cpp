@@ -44,10 +44,11 @@ struct Row {
 void text(const plan::PlanResult& r, const platforms::GpuModel& gpu, int top, std::ostream& out) {
   out << fmt::format("{} on {} x {} GPUs, global batch {} x {} tokens\n", r.model, r.space.gpus, r.platform,
                      r.space.global_batch, r.space.sequence);
-  out << fmt::format("{} layouts, {} fit gpu.memory ({:.1f} GiB); estimated in {:.2f} s ({:.0f} layouts/s); the {} "
-                     "fastest estimates re-timed by the replay\n",
-                     r.layouts, r.fit, gpu.memory / kGiB, r.estimate_seconds,
-                     r.estimate_seconds > 0 ? r.layouts / r.estimate_seconds : 0.0, r.retimed.size());
+  out << fmt::format(
+      "{} layouts, {} fit gpu.memory ({:.1f} GiB); estimated in {:.2f} s ({:.0f} layouts/s); the {} "
+      "fastest estimates re-timed by the replay\n",
+      r.layouts, r.fit, gpu.memory / kGiB, r.estimate_seconds,
+      r.estimate_seconds > 0 ? r.layouts / r.estimate_seconds : 0.0, r.retimed.size());
   out << fmt::format("{:<4} {:>10} {:>10} {:>12} {:>6} {:>9} {:>9}  {}\n", "rank", "iter (s)", "estimate",
                      "tokens/s/GPU", "MFU", "need GiB", "exposed", "layout");
   for (std::size_t i = 0; i < r.retimed.size() && static_cast<int>(i) < top; ++i) {
@@ -78,11 +79,16 @@ nlohmann::json json(const plan::PlanResult& r, const platforms::GpuModel& gpu, i
                          {"exposed_communication_s", b.exposed_communication},
                          {"idle_s", b.idle}}}});
   }
-  return {{"platform", r.platform},   {"model", r.model},
-          {"gpus", r.space.gpus},     {"global_batch", r.space.global_batch},
-          {"sequence", r.space.sequence}, {"layouts", r.layouts},
-          {"fit", r.fit},             {"estimate_seconds", r.estimate_seconds},
-          {"top", layouts},           {"notes", r.notes}};
+  return {{"platform", r.platform},
+          {"model", r.model},
+          {"gpus", r.space.gpus},
+          {"global_batch", r.space.global_batch},
+          {"sequence", r.space.sequence},
+          {"layouts", r.layouts},
+          {"fit", r.fit},
+          {"estimate_seconds", r.estimate_seconds},
+          {"top", layouts},
+          {"notes", r.notes}};
 }
 
 void csv(const plan::PlanResult& r, const platforms::GpuModel& gpu, int top, std::ostream& out) {
@@ -100,14 +106,20 @@ void csv(const plan::PlanResult& r, const platforms::GpuModel& gpu, int top, std
 
 Action add_plan_command(CLI::App& command) {
   auto args = std::make_shared<PlanArgs>();
-  command.add_option("platform", args->platform, "Platform preset name (see `stepsim presets`) or YAML file")->required();
+  command.add_option("platform", args->platform, "Platform preset name (see `stepsim presets`) or YAML file")
+      ->required();
   command.add_option("model", args->model, "Workload preset or file of kind fsdp whose model: is laid out")->required();
-  command.add_option("--gpus", args->gpus, "GPUs of the job (whole nodes beyond one)")->required()->check(CLI::PositiveNumber);
-  command.add_option("--global-batch", args->global_batch, "Sequences per optimizer step")->required()->check(CLI::PositiveNumber);
+  command.add_option("--gpus", args->gpus, "GPUs of the job (whole nodes beyond one)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  command.add_option("--global-batch", args->global_batch, "Sequences per optimizer step")
+      ->required()
+      ->check(CLI::PositiveNumber);
   command.add_option("--seq", args->sequence, "Tokens per sequence (default: the model's training.sequence)")
       ->check(CLI::PositiveNumber);
   command.add_option("--top", args->top, "Layouts to print")->check(CLI::PositiveNumber);
-  command.add_option("--retime", args->retime, "Fastest estimates re-timed by the full replay")->check(CLI::PositiveNumber);
+  command.add_option("--retime", args->retime, "Fastest estimates re-timed by the full replay")
+      ->check(CLI::PositiveNumber);
   command.add_option("--engine", args->engine, "Engine of the re-timing replay: analytical or event")
       ->check(CLI::IsMember({"analytical", "event"}));
   command.add_option("--fabric", args->fabric, "Inter-node fabric: fat-tree or rail-optimized")

@@ -9,9 +9,12 @@ using workloads::transformer::Checkpointing;
 
 const char* to_string(Precision p) {
   switch (p) {
-    case Precision::eager: return "eager";
-    case Precision::compile: return "compile";
-    case Precision::float8: return "float8";
+    case Precision::eager:
+      return "eager";
+    case Precision::compile:
+      return "compile";
+    case Precision::float8:
+      return "float8";
   }
   return "?";
 }
@@ -37,10 +40,14 @@ const char* strategy(const Layout& l) {
 
 std::vector<std::string> Layout::overrides(int sequence) const {
   std::vector<std::string> o = {
-      fmt::format("parallelism.dp_replicate={}", dp_replicate), fmt::format("parallelism.dp_shard={}", dp_shard),
-      fmt::format("parallelism.cp={}", cp),                     fmt::format("parallelism.tp={}", tp),
-      fmt::format("parallelism.pp={}", pp),                     fmt::format("training.micro_batch={}", micro_batch),
-      fmt::format("training.gradient_accumulation={}", microbatches), fmt::format("training.sequence={}", sequence),
+      fmt::format("parallelism.dp_replicate={}", dp_replicate),
+      fmt::format("parallelism.dp_shard={}", dp_shard),
+      fmt::format("parallelism.cp={}", cp),
+      fmt::format("parallelism.tp={}", tp),
+      fmt::format("parallelism.pp={}", pp),
+      fmt::format("training.micro_batch={}", micro_batch),
+      fmt::format("training.gradient_accumulation={}", microbatches),
+      fmt::format("training.sequence={}", sequence),
       fmt::format("fsdp.strategy={}", strategy(*this)),
       fmt::format("fsdp.activation_checkpointing={}", workloads::transformer::to_string(checkpointing)),
       fmt::format("training.compile={}", precision != Precision::eager),
@@ -74,9 +81,9 @@ std::vector<Layout> enumerate_layouts(const Space& s) {
   for (int tp : divisors(std::min(s.gpus, s.gpus_per_node))) {
     if (s.gpus % tp != 0 || !tp_divides(s.model, tp)) continue;
     for (int pp : divisors(s.gpus / tp)) {
-      if (s.model.layers + 2 < pp) continue;   // torchtitan's split: a block per chunk at least
+      if (s.model.layers + 2 < pp) continue;  // torchtitan's split: a block per chunk at least
       for (int cp : divisors(s.gpus / tp / pp)) {
-        if ((cp > 1 && s.sequence % (2 * cp) != 0) || cp > 8) continue;   // the load balancer's 2 cp chunks
+        if ((cp > 1 && s.sequence % (2 * cp) != 0) || cp > 8) continue;  // the load balancer's 2 cp chunks
         const int dp = s.gpus / tp / pp / cp;
         if (s.global_batch % dp != 0) continue;
         const int local = s.global_batch / dp;

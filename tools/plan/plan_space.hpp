@@ -21,11 +21,11 @@ const char* to_string(Precision p);
 /// @brief One point of the space.
 struct Layout {
   int dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1, pp = 1;
-  int micro_batch = 1;     ///< sequences per micro-batch
-  int microbatches = 1;    ///< per step (gradient accumulation, or the pipeline's)
+  int micro_batch = 1;   ///< sequences per micro-batch
+  int microbatches = 1;  ///< per step (gradient accumulation, or the pipeline's)
   workloads::transformer::Checkpointing checkpointing = workloads::transformer::Checkpointing::full;
   workloads::PipelineSchedule schedule = workloads::PipelineSchedule::one_f_one_b;
-  bool shard_grad_op = false;   ///< FSDP SHARD_GRAD_OP instead of FULL_SHARD / HYBRID_SHARD
+  bool shard_grad_op = false;  ///< FSDP SHARD_GRAD_OP instead of FULL_SHARD / HYBRID_SHARD
   Precision precision = Precision::eager;
 
   int gpus() const { return dp_replicate * dp_shard * cp * tp * pp; }
@@ -38,12 +38,12 @@ struct Layout {
 /// @brief What the space spans.
 struct Space {
   workloads::transformer::ModelConfig model;
-  workloads::transformer::TrainingConfig training;   ///< the model's own; micro-batch and precision replaced
+  workloads::transformer::TrainingConfig training;  ///< the model's own; micro-batch and precision replaced
   int gpus = 0;
   int gpus_per_node = 8;
-  int global_batch = 0;   ///< sequences per step
-  int sequence = 0;       ///< tokens per sequence
-  bool fp8 = false;       ///< the GPU has fp8 tensor cores
+  int global_batch = 0;  ///< sequences per step
+  int sequence = 0;      ///< tokens per sequence
+  bool fp8 = false;      ///< the GPU has fp8 tensor cores
 };
 
 std::vector<Layout> enumerate_layouts(const Space& space);

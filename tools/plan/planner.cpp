@@ -126,7 +126,7 @@ class Pricer {
                                                       {LayoutGroup::fsdp, gpus_of({"dp_shard", "cp"})},
                                                       {LayoutGroup::replicate, gpus_of({"dp_replicate"})},
                                                       {LayoutGroup::pp, gpus_of({"pp"})}};
-    if (groups[LayoutGroup::pp].size() > 2) groups[LayoutGroup::pp].resize(2);   // one hop
+    if (groups[LayoutGroup::pp].size() > 2) groups[LayoutGroup::pp].resize(2);  // one hop
     return groups;
   }
 
@@ -197,7 +197,8 @@ PlanResult run_plan(const PlanRequest& r) {
         auto found = passes.find(key);
         if (found == passes.end())
           found = passes.emplace(key, workloads::transformer::pass_times(it, gpu, launch, price)).first;
-        const double estimate = workloads::transformer::estimate_iteration(it, found->second, gpu, launch, price).iteration;
+        const double estimate =
+            workloads::transformer::estimate_iteration(it, found->second, gpu, launch, price).iteration;
         slices[static_cast<std::size_t>(slice)].push_back({l, estimate, memory.worst(), std::nullopt});
       }
     } catch (...) {
@@ -220,8 +221,9 @@ PlanResult run_plan(const PlanRequest& r) {
                       "use a global batch that a data-parallel degree divides (a multiple of the GPU count always "
                       "works), or a sequence length divisible by 2");
   if (fitting.empty())
-    throw ConfigError(r.model, fmt::format("none of the {} layouts on {} GPUs fits gpu.memory ({:.1f} GiB)",
-                                           layouts.size(), r.gpus, gpu.memory / (1024.0 * 1024 * 1024)),
+    throw ConfigError(r.model,
+                      fmt::format("none of the {} layouts on {} GPUs fits gpu.memory ({:.1f} GiB)", layouts.size(),
+                                  r.gpus, gpu.memory / (1024.0 * 1024 * 1024)),
                       "use more GPUs, a smaller global batch or sequence, or GPUs with more memory");
   result.estimate_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::stable_sort(fitting.begin(), fitting.end(),

@@ -21,30 +21,30 @@ namespace stepsim::plan {
 
 struct PlanRequest {
   std::string platform;
-  platforms::PlatformOptions platform_options;   ///< nodes are set from `gpus`
-  std::string model;                              ///< a workload preset or file of kind fsdp
-  std::vector<std::string> model_overrides;       ///< `-p workload.KEY=VALUE`, prefix removed
+  platforms::PlatformOptions platform_options;  ///< nodes are set from `gpus`
+  std::string model;                            ///< a workload preset or file of kind fsdp
+  std::vector<std::string> model_overrides;     ///< `-p workload.KEY=VALUE`, prefix removed
   int gpus = 0;
-  int global_batch = 0;                           ///< sequences per step
-  int sequence = 0;                               ///< 0: the model's training.sequence
-  int retime = 10;                                ///< estimates re-timed by the replay
+  int global_batch = 0;  ///< sequences per step
+  int sequence = 0;      ///< 0: the model's training.sequence
+  int retime = 10;       ///< estimates re-timed by the replay
   std::string engine = "analytical";
 };
 
 struct Candidate {
   Layout layout;
   double estimate_s = 0;
-  models::RankMemory memory;                      ///< the worst stage's
+  models::RankMemory memory;  ///< the worst stage's
   std::optional<sim::Prediction> replay;
 };
 
 struct PlanResult {
   Space space;
   std::string platform, model;
-  long layouts = 0;          ///< the space's size
-  long fit = 0;              ///< of them, those that fit gpu.memory
-  double estimate_seconds = 0;   ///< wall time of pruning and estimating every layout
-  std::vector<Candidate> retimed;   ///< by replayed time, fastest first
+  long layouts = 0;                ///< the space's size
+  long fit = 0;                    ///< of them, those that fit gpu.memory
+  double estimate_seconds = 0;     ///< wall time of pruning and estimating every layout
+  std::vector<Candidate> retimed;  ///< by replayed time, fastest first
   std::vector<std::string> notes;
   double tokens_per_step() const { return double(space.global_batch) * space.sequence; }
 };

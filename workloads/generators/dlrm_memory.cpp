@@ -32,9 +32,10 @@ models::MemoryWalk walk_rank(const DlrmConfig& c, const DlrmRankShape& r, double
                              int top_input, int ranks) {
   const double act = models::bytes_of(c.dtype);
   const double table = models::bytes_of(c.embedding_dtype);
-  const double cross_params = c.interaction == "dcn_v2" ? c.dcn_layers * (2.0 * top_input * c.dcn_low_rank + top_input) : 0;
-  const double dense = mlp_params(top_input, c.top_mlp) + (r.bottom ? mlp_params(c.dense_features, c.bottom_mlp) : 0) +
-                       cross_params;
+  const double cross_params =
+      c.interaction == "dcn_v2" ? c.dcn_layers * (2.0 * top_input * c.dcn_low_rank + top_input) : 0;
+  const double dense =
+      mlp_params(top_input, c.top_mlp) + (r.bottom ? mlp_params(c.dense_features, c.bottom_mlp) : 0) + cross_params;
   models::MemoryWalk w;
   w.allocate(MemoryTerm::parameters, r.table_bytes + 4 * dense);
   // fp32 dense gradients, and DDP's bucket copy of them across ranks (gradient_as_bucket_view off).
@@ -66,9 +67,8 @@ models::MemoryWalk walk_rank(const DlrmConfig& c, const DlrmRankShape& r, double
   w.release(MemoryTerm::activations, top);
   momentary = {};
   momentary[MemoryTerm::activations] = batch * vectors * c.embedding_dim * act;
-  momentary[MemoryTerm::gradients] = c.sparse_embedding_gradient
-                                         ? r.lookup_values * (table + (act < table ? act : 0)) + 8 * r.lookups
-                                         : r.table_bytes;
+  momentary[MemoryTerm::gradients] =
+      c.sparse_embedding_gradient ? r.lookup_values * (table + (act < table ? act : 0)) + 8 * r.lookups : r.table_bytes;
   w.peak_at({"embedding backward"}, momentary);
   return w;
 }
@@ -90,8 +90,8 @@ models::MemoryReport dlrm_memory(const DlrmConfig& config, const std::vector<Dlr
     auto [it, fresh] = group_of_shape.emplace(key, static_cast<int>(report.groups.size()));
     if (fresh) {
       const double batch_of_bottom = s.bottom ? bottom_batch : 0;
-      report.groups.push_back(models::finish(fmt::format("rank {}", r), {},
-                                             walk_rank(config, s, local_batch, batch_of_bottom, top_input, n), runtime));
+      report.groups.push_back(models::finish(
+          fmt::format("rank {}", r), {}, walk_rank(config, s, local_batch, batch_of_bottom, top_input, n), runtime));
     }
     report.group_of_rank[static_cast<std::size_t>(r)] = it->second;
     report.groups[static_cast<std::size_t>(it->second)].ranks.push_back(r);

@@ -12,11 +12,11 @@ namespace stepsim::workloads {
 
 /// @brief What one rank of the hybrid-parallel DLRM holds besides the config's shapes.
 struct DlrmRankShape {
-  Bytes table_bytes = 0;       ///< its embedding shards as stored
-  double lookup_values = 0;    ///< pooled values it looks up per iteration (samples x its columns)
-  double lookups = 0;          ///< rows it gathers per iteration (samples x pooling over its tables)
-  double exchanged_values = 0; ///< values the exchange hands it (local samples x every table's columns)
-  bool bottom = true;          ///< it runs the bottom MLP
+  Bytes table_bytes = 0;        ///< its embedding shards as stored
+  double lookup_values = 0;     ///< pooled values it looks up per iteration (samples x its columns)
+  double lookups = 0;           ///< rows it gathers per iteration (samples x pooling over its tables)
+  double exchanged_values = 0;  ///< values the exchange hands it (local samples x every table's columns)
+  bool bottom = true;           ///< it runs the bottom MLP
 };
 
 /// @brief Every rank's peak, ranks with equal shapes in one group.

@@ -66,8 +66,13 @@ class Estimator {
  public:
   Estimator(const IterationLayout& l, const platforms::GpuModel& gpu, const LaunchModel& launch,
             const CollectivePricer& price)
-      : l_(l), gpu_(gpu), launch_(launch), price_(price), a_(models::bytes_of(l.training.param_dtype)),
-        r_(models::bytes_of(l.training.reduce_dtype)), chunks_(l.pp * l.pipeline.virtual_stages),
+      : l_(l),
+        gpu_(gpu),
+        launch_(launch),
+        price_(price),
+        a_(models::bytes_of(l.training.param_dtype)),
+        r_(models::bytes_of(l.training.reduce_dtype)),
+        chunks_(l.pp * l.pipeline.virtual_stages),
         unit_params_(layer_params(l.model, l.tp)),
         gathered_bytes_((unit_params_ - (l.training.float8_all_gather ? linear_weights(l.model, l.tp) : 0)) * a_ +
                         (l.training.float8_all_gather ? linear_weights(l.model, l.tp) : 0)),
@@ -109,7 +114,7 @@ class Estimator {
   }
 
   double unit_params() const { return unit_params_; }
-  Bytes gathered_bytes() const { return gathered_bytes_; }   ///< a block's all-gather (fp8 weights: 1 B)
+  Bytes gathered_bytes() const { return gathered_bytes_; }  ///< a block's all-gather (fp8 weights: 1 B)
   double gathered_per_param() const { return gathered_bytes_ / unit_params_; }
   bool sharded() const { return l_.sharding != StateSharding::replicated; }
   bool gathers_per_microbatch() const { return sharded() && l_.pp == 1 && l_.sharding == StateSharding::fsdp; }
@@ -117,7 +122,8 @@ class Estimator {
   // FSDP's copy kernels around a unit's all-gather (compute stream: copy-out; its own stream:
   // copy-in) and its reduction (compute stream: the cast into the reduce dtype).
   Seconds copy_out() {
-    return kernel_time(elementwise(l_.training.param_dtype, unit_params(), gathered_per_param(), gathered_per_param(), 0));
+    return kernel_time(
+        elementwise(l_.training.param_dtype, unit_params(), gathered_per_param(), gathered_per_param(), 0));
   }
   Seconds copy_in() {
     return kernel_time(elementwise(l_.training.param_dtype, unit_params() / l_.shard, 4, gathered_per_param(), 0));
@@ -130,7 +136,8 @@ class Estimator {
   CollectiveCost reduction() {
     if (!sharded()) return cost(LayoutGroup::fsdp, CollectiveOp::allreduce, unit_params() * r_);
     CollectiveCost rs = cost(LayoutGroup::fsdp, CollectiveOp::reduce_scatter, unit_params() * r_);
-    if (l_.replicate > 1) rs.time += comm(LayoutGroup::replicate, CollectiveOp::allreduce, unit_params() / l_.shard * r_);
+    if (l_.replicate > 1)
+      rs.time += comm(LayoutGroup::replicate, CollectiveOp::allreduce, unit_params() / l_.shard * r_);
     return rs;
   }
 
@@ -143,8 +150,8 @@ class Estimator {
       const CollectiveCost ag = all_gather(), red = reduction();
       const Seconds in = copy_in();
       fwd = overlapped(copy_out() + fwd, ag.time + in, ag.channels);
-      bwd = overlapped(copy_out() + bwd + reduce_copy_in(), ag.time + in + red.time,
-                       std::max(ag.channels, red.channels));
+      bwd =
+          overlapped(copy_out() + bwd + reduce_copy_in(), ag.time + in + red.time, std::max(ag.channels, red.channels));
     } else if (l_.pp == 1) {
       const CollectiveCost red = reduction();
       bwd = overlapped(bwd + (sharded() ? reduce_copy_in() : 0), red.time, red.channels);
@@ -191,9 +198,9 @@ class Estimator {
   }
 
   void schedule(int m, int v) {
-    const Seconds hop = comm(LayoutGroup::pp, CollectiveOp::sendrecv,
-                             l_.training.tokens() / l_.cp.cp * l_.model.hidden * a_ /
-                                 (l_.tp.sequence_parallel ? l_.tp.tp : 1));
+    const Seconds hop =
+        comm(LayoutGroup::pp, CollectiveOp::sendrecv,
+             l_.training.tokens() / l_.cp.cp * l_.model.hidden * a_ / (l_.tp.sequence_parallel ? l_.tp.tp : 1));
     std::vector<std::vector<PipelineAction>> ranks;
     for (int r = 0; r < l_.pp; ++r)
       ranks.push_back(pipeline_actions(l_.pipeline.schedule, l_.pp, v, m, r, l_.pipeline.runtime));
@@ -215,8 +222,10 @@ class Estimator {
           bool ready = true;
           const auto need = [&](bool forward, int chunk, Seconds delay) {
             const Seconds end = at(forward, chunk, a.microbatch);
-            if (end < 0) ready = false;
-            else begin = std::max(begin, end + delay);
+            if (end < 0)
+              ready = false;
+            else
+              begin = std::max(begin, end + delay);
           };
           if (a.forward && a.chunk > 0) need(true, a.chunk - 1, hop);
           if (!a.forward) need(true, a.chunk, 0);
@@ -284,8 +293,8 @@ PassTimes pass_times(const IterationLayout& l, const platforms::GpuModel& gpu, c
   const Block embedding = embedding_block(l.model, l.training, false, l.tp, l.cp);
   const Block head = head_block(l.model, l.training, false, l.tp, l.cp);
   const auto run = [&](const Kernels& k) { return run_pass(k, l, gpu, launch, price); };
-  return {run(layer.forward),    run(layer.recompute),    run(layer.backward), run(embedding.forward),
-          run(embedding.backward), run(head.forward), run(head.backward)};
+  return {run(layer.forward),      run(layer.recompute), run(layer.backward), run(embedding.forward),
+          run(embedding.backward), run(head.forward),    run(head.backward)};
 }
 
 IterationEstimate estimate_iteration(const IterationLayout& layout, const PassTimes& passes,

@@ -32,18 +32,18 @@ using CollectivePricer = std::function<CollectiveCost(LayoutGroup group, models:
 /// precision share (`stepsim plan` computes them once for all).
 struct PassTimes {
   struct Pass {
-    Seconds elapsed = 0;      ///< the compute stream's busy time or the CPU's issue time, the longer
-    Seconds kernels = 0;      ///< device time of its kernels
-    Seconds sm_seconds = 0;   ///< SM-seconds its overlapped (async) collectives hold
+    Seconds elapsed = 0;     ///< the compute stream's busy time or the CPU's issue time, the longer
+    Seconds kernels = 0;     ///< device time of its kernels
+    Seconds sm_seconds = 0;  ///< SM-seconds its overlapped (async) collectives hold
   };
   Pass forward, recompute, backward, embedding_forward, embedding_backward, head_forward, head_backward;
 };
 
 struct IterationEstimate {
-  Seconds iteration = 0;   ///< the slowest pipeline stage's
-  Seconds compute = 0;     ///< its kernels' device time
-  Seconds pipeline = 0;    ///< the forwards and backwards, bubbles and hops included
-  Seconds tail = 0;        ///< after the last backward: reductions left, clipping, the step
+  Seconds iteration = 0;  ///< the slowest pipeline stage's
+  Seconds compute = 0;    ///< its kernels' device time
+  Seconds pipeline = 0;   ///< the forwards and backwards, bubbles and hops included
+  Seconds tail = 0;       ///< after the last backward: reductions left, clipping, the step
 };
 
 /// @brief The block passes of `layout` (torchtitan's: framework megatron and MoE are not covered,

@@ -10,11 +10,11 @@ namespace stepsim::workloads::transformer {
 
 /// @brief How the data-parallel ranks hold the training state.
 enum class StateSharding : std::uint8_t {
-  fsdp,             ///< FSDP2 (torchtitan): fp32 parameters, gradients and optimizer states sharded
-  fsdp_unsharded,   ///< SHARD_GRAD_OP: the same shards, bf16 parameters kept unsharded after forward
-  replicated,       ///< NO_SHARD or DDP: every state whole on every rank (fp32 parameters)
-  megatron,         ///< Megatron-LM: bf16 parameters, fp32 main gradients, optimizer whole
-  megatron_distributed,   ///< Megatron-LM's distributed optimizer: fp32 main parameters and states sharded
+  fsdp,                  ///< FSDP2 (torchtitan): fp32 parameters, gradients and optimizer states sharded
+  fsdp_unsharded,        ///< SHARD_GRAD_OP: the same shards, bf16 parameters kept unsharded after forward
+  replicated,            ///< NO_SHARD or DDP: every state whole on every rank (fp32 parameters)
+  megatron,              ///< Megatron-LM: bf16 parameters, fp32 main gradients, optimizer whole
+  megatron_distributed,  ///< Megatron-LM's distributed optimizer: fp32 main parameters and states sharded
 };
 
 /// @brief One layout of a transformer iteration: what its memory (transformer_memory.hpp) and
@@ -27,7 +27,7 @@ struct IterationLayout {
   ContextParallel cp;
   int ep = 1;
   Checkpointing checkpointing = Checkpointing::none;
-  bool megatron = false;              ///< Transformer Engine blocks and Megatron-LM's loss
+  bool megatron = false;  ///< Transformer Engine blocks and Megatron-LM's loss
   StateSharding sharding = StateSharding::fsdp;
   int shard = 1;                      ///< ranks one state is sharded over (FSDP group; Megatron dp)
   int replicate = 1;                  ///< HSDP's replicas (dp_replicate), each all-reducing its shards
@@ -36,7 +36,7 @@ struct IterationLayout {
   bool ddp_bucket_copy = false;       ///< DDP without gradient_as_bucket_view: buckets beside .grad
   int pp = 1;
   PipelineConfig pipeline;
-  std::vector<int> chunk_first;       ///< first layer of each chunk, then the layer count
+  std::vector<int> chunk_first;  ///< first layer of each chunk, then the layer count
 };
 
 }  // namespace stepsim::workloads::transformer

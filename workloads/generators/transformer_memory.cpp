@@ -26,11 +26,11 @@ struct Saved {
 
 // One micro-batch's tensor widths on one rank.
 struct Shape {
-  double tokens;        ///< the rank's tokens (sequence split over cp)
-  double norm_tokens;   ///< tokens of the norms and residuals (split over tp under SP)
+  double tokens;       ///< the rank's tokens (sequence split over cp)
+  double norm_tokens;  ///< tokens of the norms and residuals (split over tp under SP)
   double h, q, kv, f, heads;
-  double a;             ///< bytes of an activation element
-  bool repeat;          ///< grouped-query attention: K and V copied to every query head (torchtitan)
+  double a;     ///< bytes of an activation element
+  bool repeat;  ///< grouped-query attention: K and V copied to every query head (torchtitan)
 };
 
 Shape shape_of(const IterationLayout& L) {
@@ -75,42 +75,42 @@ std::vector<Saved> torchtitan_tensors(const IterationLayout& L, const Shape& s) 
   const double linear_in = L.training.float8 != Float8::none ? 1 : s.a;
   const double T = s.tokens;
   std::vector<Saved> out;
-  if (!eager) out.push_back({s.a * s.norm_tokens * s.h, true, false});   // the block input, for the norm's backward
+  if (!eager) out.push_back({s.a * s.norm_tokens * s.h, true, false});  // the block input, for the norm's backward
   norm_tensors(L, s, eager, out);
-  out.push_back({linear_in * T * s.h, true, false});                      // attention_norm output (gathered under SP)
-  out.push_back({s.a * T * s.q, false, true});                            // wq output (mm 1)
-  out.push_back({s.a * T * s.kv, !s.repeat, true});                       // wv output (mm 3): SDPA's V unless repeated
-  if (eager) out.push_back({4 * T * (s.q + s.kv), true, false});          // RoPE's fp32 complex inputs
+  out.push_back({linear_in * T * s.h, true, false});              // attention_norm output (gathered under SP)
+  out.push_back({s.a * T * s.q, false, true});                    // wq output (mm 1)
+  out.push_back({s.a * T * s.kv, !s.repeat, true});               // wv output (mm 3): SDPA's V unless repeated
+  if (eager) out.push_back({4 * T * (s.q + s.kv), true, false});  // RoPE's fp32 complex inputs
   const double kv_width = s.repeat ? s.q : s.kv;
-  out.push_back({s.a * T * (s.q + kv_width + (s.repeat ? kv_width : 0)), true, false});   // SDPA's q, k (and repeated v)
-  out.push_back({s.a * T * s.q, true, true});                             // SDPA output
-  out.push_back({4 * T * s.heads, true, true});                           // its logsumexp
-  if (L.training.float8 != Float8::none) out.push_back({T * s.q, true, false});   // wo's fp8 input
-  if (sp) out.push_back({s.a * s.norm_tokens * s.h, false, true});        // wo's reduce-scatter output
-  if (!eager) out.push_back({s.a * s.norm_tokens * s.h, true, false});    // the residual, for ffn_norm's backward
+  out.push_back({s.a * T * (s.q + kv_width + (s.repeat ? kv_width : 0)), true, false});  // SDPA's q, k (and repeated v)
+  out.push_back({s.a * T * s.q, true, true});                                            // SDPA output
+  out.push_back({4 * T * s.heads, true, true});                                          // its logsumexp
+  if (L.training.float8 != Float8::none) out.push_back({T * s.q, true, false});          // wo's fp8 input
+  if (sp) out.push_back({s.a * s.norm_tokens * s.h, false, true});                       // wo's reduce-scatter output
+  if (!eager) out.push_back({s.a * s.norm_tokens * s.h, true, false});  // the residual, for ffn_norm's backward
   norm_tensors(L, s, eager, out);
-  out.push_back({linear_in * T * s.h, true, false});                      // ffn_norm output
+  out.push_back({linear_in * T * s.h, true, false});  // ffn_norm output
   if (L.model.moe.enabled()) {
     const MoeConfig& moe = L.model.moe;
     const double routed = T * moe.top_k * moe.routing_skew;
-    out.push_back({4 * T * moe.experts, true, false});                    // router probabilities (fp32)
-    out.push_back({s.a * routed * s.h, true, false});                     // dispatched tokens
-    out.push_back({4 * s.a * routed * s.f, true, false});                 // each expert's w1, w3, silu, product
-    out.push_back({s.a * routed * s.h, true, false});                     // expert outputs, scaled by their weights
+    out.push_back({4 * T * moe.experts, true, false});     // router probabilities (fp32)
+    out.push_back({s.a * routed * s.h, true, false});      // dispatched tokens
+    out.push_back({4 * s.a * routed * s.f, true, false});  // each expert's w1, w3, silu, product
+    out.push_back({s.a * routed * s.h, true, false});      // expert outputs, scaled by their weights
     if (moe.shared_experts > 0) out.push_back({4 * s.a * T * s.f * moe.shared_experts, true, false});
     return out;
   }
   if (L.model.activation == Activation::swiglu) {
-    out.push_back({s.a * T * s.f, true, true});                           // w1 output (mm 5)
-    out.push_back({s.a * T * s.f, true, false});                          // w3 output (mm 6)
-    if (eager) out.push_back({s.a * T * s.f, true, false});               // silu output
-    out.push_back({linear_in * T * s.f, true, false});                    // product, w2's input
-    out.push_back({s.a * T * s.h, false, true});                          // w2 output (mm 7)
+    out.push_back({s.a * T * s.f, true, true});              // w1 output (mm 5)
+    out.push_back({s.a * T * s.f, true, false});             // w3 output (mm 6)
+    if (eager) out.push_back({s.a * T * s.f, true, false});  // silu output
+    out.push_back({linear_in * T * s.f, true, false});       // product, w2's input
+    out.push_back({s.a * T * s.h, false, true});             // w2 output (mm 7)
   } else {
-    out.push_back({s.a * T * s.f, true, true});                           // fc1 output (mm 5)
-    out.push_back({linear_in * T * s.f, true, false});                    // gelu output, fc2's input
+    out.push_back({s.a * T * s.f, true, true});         // fc1 output (mm 5)
+    out.push_back({linear_in * T * s.f, true, false});  // gelu output, fc2's input
   }
-  if (sp) out.push_back({s.a * s.norm_tokens * s.h, false, true});        // w2's reduce-scatter output
+  if (sp) out.push_back({s.a * s.norm_tokens * s.h, false, true});  // w2's reduce-scatter output
   return out;
 }
 
@@ -123,7 +123,7 @@ std::vector<Saved> megatron_tensors(const IterationLayout& L, const Shape& s) {
   std::vector<Saved> out;
   for (int norm = 0; norm < 2; ++norm) {
     norm_tensors(L, s, false, out);
-    out.push_back({s.a * s.norm_tokens * s.h, true, true});   // the norm's output (re-gathered under SP)
+    out.push_back({s.a * s.norm_tokens * s.h, true, true});  // the norm's output (re-gathered under SP)
     if (norm == 1) break;
     out.push_back({s.a * T * (s.q + 2 * s.kv), true, true});
     out.push_back({s.a * T * s.q, true, true});
@@ -139,10 +139,10 @@ std::vector<Saved> megatron_tensors(const IterationLayout& L, const Shape& s) {
 // The loss over a micro-batch's logits (T x V on a rank; V split over tp by torchtitan's
 // loss_parallel and Megatron's vocab-parallel cross entropy).
 struct LossMemory {
-  Bytes saved = 0;              ///< kept from the loss's forward to its backward
-  Bytes forward_extra = 0;      ///< momentary at the forward's peak
-  Bytes backward_extra = 0;     ///< momentary at the backward's peak
-  Bytes retained = 0;           ///< kept until the step (the pipeline's outputs)
+  Bytes saved = 0;           ///< kept from the loss's forward to its backward
+  Bytes forward_extra = 0;   ///< momentary at the forward's peak
+  Bytes backward_extra = 0;  ///< momentary at the backward's peak
+  Bytes retained = 0;        ///< kept until the step (the pipeline's outputs)
 };
 
 LossMemory loss_memory(const IterationLayout& L, const Shape& s) {
@@ -175,7 +175,7 @@ LossMemory loss_memory(const IterationLayout& L, const Shape& s) {
 Bytes head_saved(const IterationLayout& L, const Shape& s) {
   std::vector<Saved> norm;
   norm_tensors(L, s, !L.megatron, norm);
-  Bytes total = s.a * s.tokens * s.h;   // the output projection's input (gathered under SP)
+  Bytes total = s.a * s.tokens * s.h;  // the output projection's input (gathered under SP)
   for (const Saved& t : norm) total += t.bytes;
   return total;
 }
@@ -231,8 +231,8 @@ namespace {
 
 // Parameters of one chunk on one rank, before data-parallel sharding.
 struct ChunkParams {
-  double dense = 0;      ///< every parameter but the experts (tp-local)
-  double experts = 0;    ///< the rank's experts (1/ep of them)
+  double dense = 0;    ///< every parameter but the experts (tp-local)
+  double experts = 0;  ///< the rank's experts (1/ep of them)
   double block_dense = 0, block_experts = 0, block_fp8 = 0, root = 0;
   int layers = 0;
 };
@@ -255,8 +255,13 @@ ChunkParams chunk_params(const IterationLayout& L, int chunk, int chunks) {
 class StageWalk {
  public:
   StageWalk(const IterationLayout& L, int stage)
-      : L_(L), stage_(stage), chunks_(L.pp * L.pipeline.virtual_stages), s_(shape_of(L)), block_(block_memory(L)),
-        loss_(loss_memory(L, s_)), a_(s_.a) {
+      : L_(L),
+        stage_(stage),
+        chunks_(L.pp * L.pipeline.virtual_stages),
+        s_(shape_of(L)),
+        block_(block_memory(L)),
+        loss_(loss_memory(L, s_)),
+        a_(s_.a) {
     for (int c = 0; c < chunks_; ++c) params_.push_back(chunk_params(L, c, chunks_));
   }
 
@@ -267,7 +272,8 @@ class StageWalk {
       actions = pipeline_actions(L_.pipeline.schedule, L_.pp, L_.pipeline.virtual_stages,
                                  L_.training.gradient_accumulation, stage_, L_.pipeline.runtime);
     } else {
-      for (int m = 0; m < L_.training.gradient_accumulation; ++m) actions.insert(actions.end(), {{true, 0, m}, {false, 0, m}});
+      for (int m = 0; m < L_.training.gradient_accumulation; ++m)
+        actions.insert(actions.end(), {{true, 0, m}, {false, 0, m}});
     }
     for (const PipelineAction& a : actions) {
       walk_.open_window();
@@ -278,13 +284,10 @@ class StageWalk {
     finish_step();
     return walk_;
   }
-  std::vector<Bytes> action_peak, action_after;   ///< per action: its peak, the bytes after it
+  std::vector<Bytes> action_peak, action_after;  ///< per action: its peak, the bytes after it
 
  private:
   bool fsdp() const { return L_.sharding == StateSharding::fsdp || L_.sharding == StateSharding::fsdp_unsharded; }
-  bool megatron_states() const {
-    return L_.sharding == StateSharding::megatron || L_.sharding == StateSharding::megatron_distributed;
-  }
   const ChunkParams& params(int chunk) const { return params_[static_cast<std::size_t>(chunk)]; }
   double sharded(const ChunkParams& p) const { return p.dense / L_.shard + p.experts / L_.expert_shard; }
   // An FSDP unit's all-gathered parameters: bf16, fp8 for Float8 weights gathered in fp8.
@@ -373,7 +376,7 @@ class StageWalk {
     }
     const bool first_backward = !grads_.count(a.chunk);
     grads_.insert(a.chunk);
-    if (first_backward && L_.pp > 1 && fsdp())   // unsharded gradients accumulated in fp32 until the last micro-batch
+    if (first_backward && L_.pp > 1 && fsdp())  // unsharded gradients accumulated in fp32 until the last micro-batch
       walk_.allocate(MemoryTerm::gradients, 4 * (p.dense + p.experts));
     // Each block's backward frees its saved tensors and (the first time) adds its gradients:
     // the live bytes change by the same step from block to block, so the chunk's peak is at its
@@ -393,7 +396,7 @@ class StageWalk {
     }
     if (L_.pp > 1 && !L_.megatron && a.chunk + 1 < chunks_) walk_.release(MemoryTerm::activations, block_.input);
     if (first_backward && (L_.pp == 1 || !fsdp())) allocate_root_gradients(p);
-    if (fsdp() && L_.pp == 1) {   // FSDP2 reshards every unit after backward
+    if (fsdp() && L_.pp == 1) {  // FSDP2 reshards every unit after backward
       walk_.release(MemoryTerm::buffers, kept_units(a.chunk));
       gathered_.erase(a.chunk);
     }
@@ -404,13 +407,14 @@ class StageWalk {
   Bytes block_gradient_buffers(const ChunkParams& p) const {
     const double unit = p.block_dense + p.block_experts;
     if (fsdp()) return a_ * unit + (L_.pp > 1 ? 0 : 2 * 4 * unit);
-    if (L_.sharding == StateSharding::replicated) return a_ * unit;   // autocast's bf16 gradient before the fp32 one
-    return 0;   // Megatron accumulates wgrad straight into the fp32 main gradients
+    if (L_.sharding == StateSharding::replicated) return a_ * unit;  // autocast's bf16 gradient before the fp32 one
+    return 0;  // Megatron accumulates wgrad straight into the fp32 main gradients
   }
   void allocate_block_gradients(const ChunkParams& p, int blocks) {
     const double unit = p.block_dense + p.block_experts;
     if (L_.pp == 1 && fsdp())
-      walk_.allocate(MemoryTerm::gradients, blocks * 4 * (p.block_dense / L_.shard + p.block_experts / L_.expert_shard));
+      walk_.allocate(MemoryTerm::gradients,
+                     blocks * 4 * (p.block_dense / L_.shard + p.block_experts / L_.expert_shard));
     if (L_.sharding == StateSharding::replicated) walk_.allocate(MemoryTerm::gradients, blocks * 4 * unit);
   }
   void allocate_root_gradients(const ChunkParams& p) {
@@ -454,7 +458,8 @@ models::MemoryReport transformer_memory(const IterationLayout& layout, const std
   const models::RuntimeMemory runtime = models::runtime_memory(gpu, communicators);
   // One walk per stage some rank is in, in stage order.
   std::map<int, std::vector<int>> ranks_of_stage;
-  for (std::size_t r = 0; r < stage_of_rank.size(); ++r) ranks_of_stage[stage_of_rank[r]].push_back(static_cast<int>(r));
+  for (std::size_t r = 0; r < stage_of_rank.size(); ++r)
+    ranks_of_stage[stage_of_rank[r]].push_back(static_cast<int>(r));
   std::map<int, int> group_of_stage;
   for (auto& [stage, ranks] : ranks_of_stage) {
     group_of_stage[stage] = static_cast<int>(report.groups.size());

@@ -16,11 +16,11 @@ namespace stepsim::workloads::transformer {
 
 /// @brief The bytes one block holds for one micro-batch on one rank.
 struct BlockMemory {
-  Bytes input = 0;          ///< the block's input, what a checkpointed block keeps
-  Bytes saved = 0;          ///< kept from forward to backward under the layout's policy (input included)
-  Bytes recompute = 0;      ///< rematerialised before its backward (checkpointing) and live through it
-  Bytes forward_workspace = 0;    ///< the largest temporary of its forward
-  Bytes backward_workspace = 0;   ///< gradients and kernel workspaces live at its backward's peak
+  Bytes input = 0;               ///< the block's input, what a checkpointed block keeps
+  Bytes saved = 0;               ///< kept from forward to backward under the layout's policy (input included)
+  Bytes recompute = 0;           ///< rematerialised before its backward (checkpointing) and live through it
+  Bytes forward_workspace = 0;   ///< the largest temporary of its forward
+  Bytes backward_workspace = 0;  ///< gradients and kernel workspaces live at its backward's peak
 };
 BlockMemory block_memory(const IterationLayout& layout);
 

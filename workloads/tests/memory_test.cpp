@@ -112,8 +112,8 @@ TEST(Memory, FsdpShardsEveryStateAndMegatronShardsTheOptimizer) {
   const double params = transformer::total_params(l.model, l.training);
   l.shard = 8;
   const auto fsdp = report(l, 8).worst().at_peak;
-  EXPECT_NEAR(fsdp[MemoryTerm::parameters], 4 * params / 8, 1e-6);     // fp32 shards
-  EXPECT_NEAR(fsdp[MemoryTerm::optimizer], 8 * params / 8, 1e-6);      // AdamW's two fp32 states
+  EXPECT_NEAR(fsdp[MemoryTerm::parameters], 4 * params / 8, 1e-6);  // fp32 shards
+  EXPECT_NEAR(fsdp[MemoryTerm::optimizer], 8 * params / 8, 1e-6);   // AdamW's two fp32 states
   l.megatron = true;
   l.sharding = transformer::StateSharding::megatron_distributed;
   const auto megatron = report(l, 8).worst().at_peak;
@@ -128,7 +128,7 @@ TEST(Memory, FsdpShardsEveryStateAndMegatronShardsTheOptimizer) {
 TEST(Memory, PeakFallsWithCheckpointingAndShardingAndGrowsWithTheBatch) {
   const auto allocated = [](IterationLayout l) { return report(l, l.shard).worst().allocated; };
   IterationLayout none = llama8b(Checkpointing::none), selective = llama8b(Checkpointing::selective),
-               full = llama8b(Checkpointing::full);
+                  full = llama8b(Checkpointing::full);
   for (IterationLayout* l : {&none, &selective, &full}) l->shard = 8;
   EXPECT_GT(allocated(none), allocated(selective));
   EXPECT_GT(allocated(selective), allocated(full));
@@ -167,7 +167,7 @@ TEST(Memory, GeneratorsAttachAReportPerStage) {
   testing::PresetJob job("llama3-405b-3d", {});
   const Trace trace = job.load({}, 64);
   ASSERT_TRUE(trace.memory.has_value());
-  EXPECT_EQ(trace.memory->groups.size(), 8u);   // pp 8
+  EXPECT_EQ(trace.memory->groups.size(), 8u);  // pp 8
   EXPECT_EQ(trace.memory->group_of_rank.size(), 512u);
   EXPECT_TRUE(trace.memory->fits());
   testing::PresetJob dlrm("dlrm-criteo-1tb", {}, "dgx-a100");

@@ -55,7 +55,7 @@ TEST(Plan, BestLayoutIsWithinOnePercentOfTheBestReplayedOne) {
 
 TEST(Plan, EstimatesOfTheRetimedLayoutsAreWithinFivePercent) {
   PlanRequest r = small_request();
-  r.model_overrides.clear();   // the whole 8B model on 8 GPUs
+  r.model_overrides.clear();  // the whole 8B model on 8 GPUs
   r.global_batch = 16;
   r.sequence = 8192;
   const PlanResult plan = run_plan(r);
@@ -87,13 +87,13 @@ TEST(Plan, SpaceKeepsOnlyLayoutsThatDivide) {
 
 TEST(Plan, BadRequestsNameTheirFlag) {
   PlanRequest r = small_request();
-  r.gpus = 12;   // one and a half DGX H100 nodes
+  r.gpus = 12;  // one and a half DGX H100 nodes
   EXPECT_THROW(run_plan(r), ConfigError);
   r = small_request();
   r.gpus = 1 << 20;
   EXPECT_THROW(run_plan(r), ConfigError);
   r = small_request();
-  r.model = "llama3-405b";   // 405e9 parameters do not fit 8 GPUs in any layout
+  r.model = "llama3-405b";  // 405e9 parameters do not fit 8 GPUs in any layout
   r.model_overrides.clear();
   try {
     run_plan(r);
