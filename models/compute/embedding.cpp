@@ -25,6 +25,13 @@
 /// output gradients from DRAM. time = max(DRAM time, L2 time, B T L 4 floor(D/4) MACs / fp32
 /// peak), the source's compute term.
 ///
+/// Fused optimizers (`state_bytes`, default 0: SGD, the source's model). FBGEMM's table-batched
+/// backward applies other optimizers in the same kernel (fbgemm_gpu's split_embedding backward
+/// templates): each looked-up row's optimizer state, `state_bytes` per row (row-wise Adagrad: one
+/// fp32; Adagrad: D fp32; Adam: 2 D fp32), is read and written back beside the row. The state
+/// lives in arrays of its own, counted as DRAM traffic in 32-byte sectors (an extension of Lin et
+/// al.'s SGD model, not part of it).
+///
 /// Index-reuse histogram (both passes, replaces the uniform-index hit rate). Lin et al.'s 17
 /// reuse factors (merge_dlrm_datasets.get_reuse_factor): fractions f_j of a batch's unique
 /// indices of one table that occur 1, 2, 3-4, 5-8, ..., 2^14+1..2^15 and more than 2^15 times.
@@ -157,6 +164,11 @@ class EmbeddingForward : public EmbeddingModel {
 
 class EmbeddingBackward : public EmbeddingModel {
  public:
+  std::vector<KernelParam> params() const override {
+    std::vector<KernelParam> p = embedding_params();
+    p.push_back({"state_bytes", "bytes of optimizer state per row, read and written with it (0: SGD)", 0.0, 0});
+    return p;
+  }
   KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
     const Lookup s = lookup_of(spec);
     const Bytes usable_shared = std::floor(sm_limits(gpu.sm_version).shared_memory * 2 / 3 / 16) * 16;
@@ -173,7 +185,8 @@ class EmbeddingBackward : public EmbeddingModel {
     const Bytes row_traffic = s.batch * 2 * s.pooling * row;  // read and write back every row
     const Bytes cold = std::min(table_share, row_traffic);
     const Bytes l2 = s.tables * (s.batch * (32 + 64) + hit_rate * (row_traffic - cold));
-    const Bytes dram = s.tables * (s.batch * (round_up_32(4 * s.pooling) + row) +
+    const Bytes state = spec.param("state_bytes") > 0 ? round_up_32(spec.param("state_bytes")) : 0;
+    const Bytes dram = s.tables * (s.batch * (round_up_32(4 * s.pooling) + row + 2 * s.pooling * state) +
                                    (1 - hit_rate) * (row_traffic - cold) + cold);
     const double macs = s.batch * s.tables * s.pooling * 4 * std::floor(s.dim / 4);
     const Seconds dram_time = hbm_time(dram, gpu), l2_time = l2 / gpu.l2_bandwidth;

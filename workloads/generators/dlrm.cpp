@@ -103,11 +103,12 @@ class DlrmBuilder {
       for (int r = 0; r < n_; ++r) exchanged += a2a_width(r) * batch_;
     std::vector<DlrmRankShape> shapes;
     for (int r = 0; r < n_; ++r) {
-      DlrmRankShape s{plan_.bytes_of_rank[static_cast<std::size_t>(r)], 0, 0, exchanged, has_bottom(r)};
+      DlrmRankShape s{plan_.bytes_of_rank[static_cast<std::size_t>(r)], 0, 0, 0, exchanged, has_bottom(r)};
       for (int t : plan_.tables_of_rank[static_cast<std::size_t>(r)]) {
         const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
         const double rows = plan_.rows_of(table, r);
         if (rows <= 0) continue;
+        s.table_rows += rows;
         s.lookup_values += lookup_batch_ * plan_.dim_of(table, r);
         s.lookups += lookup_batch_ * table.pooling * rows / table.rows;
       }
@@ -483,8 +484,12 @@ class DlrmBuilder {
           rank.kernel("embedding_grad_rows" + suffix(g),
                       gather_spec(lookup_batch_ * groups[g].tables * groups[g].pooling, groups[g].dim));
       } else {
-        // FBGEMM's / NVIDIA's fused backward applies SGD to the looked-up rows in the same kernel.
-        rank.kernel("embedding_backward" + suffix(g), embedding("embedding_backward", groups[g], lookup_batch_));
+        // FBGEMM's / NVIDIA's fused backward applies the optimizer to the looked-up rows in the
+        // same kernel, reading and writing their optimizer state beside them.
+        KernelSpec backward = embedding("embedding_backward", groups[g], lookup_batch_);
+        if (const double state = optimizer_state_bytes(c_.embedding_optimizer, groups[g].dim); state > 0)
+          backward.params["state_bytes"] = state;
+        rank.kernel("embedding_backward" + suffix(g), std::move(backward));
       }
       // Replicated tables (TorchRec's data_parallel) get dense gradients that DDP allreduces
       // with the MLPs' and a separate optimizer step.
@@ -555,7 +560,7 @@ class DlrmBuilder {
       launch("grad_scaler.unscale", multi_tensor(pass_spec(dense_params, 4, 4)));
       rank.device_sync("grad_scaler.found_inf");
     }
-    launch("optimizer", sgd_spec(dense_params));
+    launch("optimizer", optimizer_spec(dense_params));
     if (sparse_gradient()) {
       const auto values_of = [&](const LookupGroup& g) { return lookup_batch_ * g.tables * g.pooling * g.dim; };
       if (c_.torch_embedding_bag) {
@@ -768,7 +773,12 @@ class DlrmBuilder {
   // Plain SGD on fp32 dense parameters (AMP keeps fp32 master weights): read weight and
   // gradient, write the weight, one multiply-add; one fused multi-tensor kernel (apex FusedSGD).
   /// apex FusedSGD / torch.optim.SGD's foreach step over the dense parameters.
-  static KernelSpec sgd_spec(double params) { return multi_tensor(pass_spec(params, 8, 4, 2)); }
+  /// The dense parameters' fused multi-tensor step: SGD reads the weight and its gradient and
+  /// writes the weight; Adagrad also reads and writes its accumulator, Adam both moments (fp32).
+  KernelSpec optimizer_spec(double params) const {
+    const double state = optimizer_state_bytes(c_.optimizer, 1);
+    return multi_tensor(pass_spec(params, 8 + state, 4 + state, c_.optimizer == DlrmOptimizer::sgd ? 2 : 6));
+  }
 
   void add_notes() {
     std::string plan = std::string("embeddings ") + to_string(plan_.kind);

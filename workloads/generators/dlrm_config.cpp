@@ -300,9 +300,31 @@ class ConfigReader {
     }
   }
 
+  // training.optimizer (the MLPs', and the tables' unless training.embedding_optimizer names
+  // theirs): SGD (both references), Adagrad, Adam, or for tables FBGEMM's row-wise Adagrad.
+  void read_optimizers(const YAML::Node& t, const std::string& path) {
+    const auto read = [&](const char* key) {
+      const std::string name =
+          r_.get_choice(t[key], path + "." + key, {"sgd", "adagrad", "rowwise_adagrad", "adam"});
+      return name == "adagrad"           ? DlrmOptimizer::adagrad
+             : name == "rowwise_adagrad" ? DlrmOptimizer::rowwise_adagrad
+             : name == "adam"            ? DlrmOptimizer::adam
+                                         : DlrmOptimizer::sgd;
+    };
+    if (t["optimizer"]) {
+      c_.optimizer = read("optimizer");
+      if (c_.optimizer == DlrmOptimizer::rowwise_adagrad)
+        r_.fail(path + ".optimizer", t["optimizer"], "row-wise Adagrad is FBGEMM's, for embedding tables only",
+                "set training.embedding_optimizer: rowwise_adagrad and training.optimizer: adagrad (or sgd, adam) "
+                "for the MLPs");
+      c_.embedding_optimizer = c_.optimizer;
+    }
+    if (t["embedding_optimizer"]) c_.embedding_optimizer = read("embedding_optimizer");
+  }
+
   void read_training(const YAML::Node& t) {
     const std::string path = "training";
-    r_.check_keys(t, path, {"global_batch", "dtype", "embedding_dtype", "optimizer", "cuda_graphs", "graph_scope",
+    r_.check_keys(t, path, {"global_batch", "dtype", "embedding_dtype", "optimizer", "embedding_optimizer", "cuda_graphs", "graph_scope",
                             "sync_each_step", "embedding_gradient", "cpu_op_gap", "ddp_bucket"});
     c_.global_batch = r_.get_int(r_.require(t, path, "global_batch"), path + ".global_batch", 1);
     if (t["dtype"])
@@ -312,9 +334,7 @@ class ConfigReader {
       c_.embedding_dtype = models::parse_dtype(
           r_.get_choice(t["embedding_dtype"], path + ".embedding_dtype", {"fp32", "fp16", "bf16"}),
           r_.where(path + ".embedding_dtype", t["embedding_dtype"]));
-    // SGD is what both references train with (embeddings: FBGEMM's / NVIDIA's fused sparse SGD
-    // update; MLPs: fused SGD); other optimizers would add state memory and update traffic.
-    if (t["optimizer"]) r_.get_choice(t["optimizer"], path + ".optimizer", {"sgd"});
+    read_optimizers(t, path);
     if (t["cuda_graphs"]) c_.cuda_graphs = r_.get_bool(t["cuda_graphs"], path + ".cuda_graphs");
     // What the graph holds: the whole iteration, or (NVIDIA DLE's CudaGraphWrapper) forward and
     // backward only, the weight update then launched kernel by kernel.
@@ -341,6 +361,12 @@ class ConfigReader {
     if (t["embedding_gradient"])
       c_.sparse_embedding_gradient =
           r_.get_choice(t["embedding_gradient"], path + ".embedding_gradient", {"fused", "sparse"}) == "sparse";
+    if (c_.sparse_embedding_gradient && c_.embedding_optimizer != DlrmOptimizer::sgd)
+      r_.fail(path + ".embedding_optimizer", t["embedding_optimizer"] ? t["embedding_optimizer"] : t["optimizer"],
+              std::string("PyTorch's sparse ") + to_string(c_.embedding_optimizer) +
+                  " (a coalescing sort of the gradient's rows, then gathers and scatters of its state) is not modelled",
+              "use training.embedding_gradient: fused (FBGEMM applies the optimizer in its backward), or "
+              "embedding_optimizer: sgd");
     if (t["ddp_bucket"]) {
       c_.ddp_bucket = r_.get_size(t["ddp_bucket"], path + ".ddp_bucket");
       if (!(c_.ddp_bucket > 0))
@@ -417,6 +443,26 @@ class ConfigReader {
 };
 
 }  // namespace
+
+const char* to_string(DlrmOptimizer o) {
+  switch (o) {
+    case DlrmOptimizer::sgd: return "SGD";
+    case DlrmOptimizer::adagrad: return "Adagrad";
+    case DlrmOptimizer::rowwise_adagrad: return "row-wise Adagrad";
+    case DlrmOptimizer::adam: return "Adam";
+  }
+  return "?";
+}
+
+double optimizer_state_bytes(DlrmOptimizer o, int dim) {
+  switch (o) {
+    case DlrmOptimizer::sgd: return 0;
+    case DlrmOptimizer::adagrad: return 4.0 * dim;             // the squared gradients' sum
+    case DlrmOptimizer::rowwise_adagrad: return 4;             // their mean over the row
+    case DlrmOptimizer::adam: return 8.0 * dim;                // first and second moments
+  }
+  return 0;
+}
 
 DlrmConfig read_dlrm_config(const YAML::Node& doc, const YamlReader& reader) { return ConfigReader(doc, reader).read(); }
 

@@ -27,6 +27,13 @@ struct IndexDistribution {
 /// apex MLP's bias-ReLU kernels, or as PyTorch's nn.Linear + nn.ReLU run them.
 enum class MlpEpilogue : std::uint8_t { fused, apex, torch };
 
+/// @brief The optimizers a DLRM trains with: row-wise Adagrad (one accumulator per row) is
+/// FBGEMM's, for embeddings only.
+enum class DlrmOptimizer : std::uint8_t { sgd, adagrad, rowwise_adagrad, adam };
+const char* to_string(DlrmOptimizer o);
+/// @brief fp32 optimizer state per parameter (row-wise Adagrad: per row of `dim`).
+double optimizer_state_bytes(DlrmOptimizer o, int dim);
+
 /// @brief One embedding table and how its indices are drawn.
 struct TableEntry {
   EmbeddingTable table;
@@ -50,6 +57,8 @@ struct DlrmConfig {
   int global_batch = 0;
   models::Dtype dtype = models::Dtype::fp32;         // GEMM math; fp16 / bf16 = AMP
   models::Dtype embedding_dtype = models::Dtype::fp32;
+  DlrmOptimizer optimizer = DlrmOptimizer::sgd;             // training.optimizer: the MLPs' (and replicated tables')
+  DlrmOptimizer embedding_optimizer = DlrmOptimizer::sgd;   // training.embedding_optimizer: sharded tables'
   bool cuda_graphs = false;
   bool graph_forward_backward = false;     // training.graph_scope: forward_backward
   bool sync_each_step = false;             // training.sync_each_step: a device sync before next(batch_iter)

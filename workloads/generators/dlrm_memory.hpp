@@ -1,7 +1,7 @@
 #pragma once
 /// @file The per-GPU memory of a DLRM iteration (issue 21; docs/memory.md): the rank's embedding
 /// tables and dense MLP weights, their gradients (DDP's buckets beside the dense ones, a sparse
-/// or a whole-table embedding gradient), no optimizer state (SGD), and the activations one
+/// or a whole-table embedding gradient), their optimizers' fp32 state, and the activations one
 /// iteration keeps from its forward to its backward. Internal to workloads/generators/.
 #include <vector>
 
@@ -13,6 +13,7 @@ namespace stepsim::workloads {
 /// @brief What one rank of the hybrid-parallel DLRM holds besides the config's shapes.
 struct DlrmRankShape {
   Bytes table_bytes = 0;        ///< its embedding shards as stored
+  double table_rows = 0;        ///< their rows (row-wise Adagrad keeps one accumulator each)
   double lookup_values = 0;     ///< pooled values it looks up per iteration (samples x its columns)
   double lookups = 0;           ///< rows it gathers per iteration (samples x pooling over its tables)
   double exchanged_values = 0;  ///< values the exchange hands it (local samples x every table's columns)

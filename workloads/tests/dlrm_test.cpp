@@ -282,6 +282,61 @@ TEST_F(Dlrm, DcnV2NeedsItsShape) {
             std::string::npos);
 }
 
+// ---------------------------------------------------------------- optimizers
+
+// The small DLRM on one GPU: 1,000 rows of 16 fp32 values in 4 tables, and 2,769 dense
+// parameters (bottom 13-32-16: 976; top 26-64-1 after the dot interaction's 16 + 10 values: 1,793).
+TEST_F(Dlrm, OptimizerStateIsCountedPerTableAndDenseParameter) {
+  const auto optimizer_bytes = [&](const std::string& training) {
+    const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}", training), "0");
+    return t.memory->groups.front().at_peak[models::MemoryTerm::optimizer];
+  };
+  const double elements = 1000 * 16, dense = 2769;
+  EXPECT_EQ(optimizer_bytes("{global_batch: 1024}"), 0);
+  EXPECT_NEAR(optimizer_bytes("{global_batch: 1024, optimizer: adagrad}"), 4 * (elements + dense), 1e-9);
+  EXPECT_NEAR(optimizer_bytes("{global_batch: 1024, optimizer: adam}"), 8 * (elements + dense), 1e-9);
+  EXPECT_NEAR(optimizer_bytes("{global_batch: 1024, embedding_optimizer: rowwise_adagrad}"), 4 * 1000, 1e-9);
+  EXPECT_NEAR(optimizer_bytes("{global_batch: 1024, optimizer: adam, embedding_optimizer: rowwise_adagrad}"),
+              4 * 1000 + 8 * dense, 1e-9);
+}
+
+TEST_F(Dlrm, FusedBackwardReadsAndWritesTheOptimizerState) {
+  // State per row of 16 fp32 values: none (SGD), one accumulator (row-wise Adagrad), one per value
+  // (Adagrad), two per value (Adam).
+  const std::map<std::string, double> state = {{"sgd", 0}, {"rowwise_adagrad", 4}, {"adagrad", 64}, {"adam", 128}};
+  std::map<std::string, double> time;
+  for (const auto& [o, bytes] : state) {
+    const Trace t = parse(small_dlrm("{rows: [250000, 250000, 250000, 250000]}",
+                                     "{global_batch: 65536, embedding_optimizer: " + o + "}"),
+                          "0");
+    const auto backward = kernels(t, 0, "embedding_backward");
+    ASSERT_EQ(backward.size(), 1u);
+    EXPECT_EQ(backward.front()->param("state_bytes"), bytes) << o;
+    time[o] = models::kernel_cost(*backward.front(), platform_.gpu()).time;
+  }
+  EXPECT_LT(time["sgd"], time["rowwise_adagrad"]);
+  EXPECT_LT(time["rowwise_adagrad"], time["adagrad"]);
+  EXPECT_LT(time["adagrad"], time["adam"]);
+  // The MLPs' fused step: weight and gradient read, weight written, and the state both ways.
+  for (const auto& [o, bytes] : std::map<std::string, double>{{"sgd", 0}, {"adagrad", 4}, {"adam", 8}}) {
+    const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024, optimizer: " + o + "}"), "0");
+    const auto step = kernels_named(t, 0, "optimizer");
+    ASSERT_EQ(step.size(), 1u);
+    EXPECT_EQ(step.front()->param("bytes_read"), 8 + bytes) << o;
+    EXPECT_EQ(step.front()->param("bytes_written"), 4 + bytes) << o;
+  }
+}
+
+TEST_F(Dlrm, OptimizersThatAreNotModelledAreRefused) {
+  EXPECT_NE(error(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024, optimizer: rowwise_adagrad}"))
+                .find("embedding_optimizer: rowwise_adagrad"),
+            std::string::npos);
+  EXPECT_NE(error(small_dlrm("{rows: [100, 200, 300, 400]}",
+                             "{global_batch: 1024, embedding_gradient: sparse, embedding_optimizer: adam}"))
+                .find("embedding_gradient: fused"),
+            std::string::npos);
+}
+
 // ---------------------------------------------------------------- planners
 
 TEST(DlrmPlanners, SizeGreedyBalancesTheHandCase) {
