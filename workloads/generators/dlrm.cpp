@@ -848,6 +848,11 @@ class DlrmBuilder {
     if (c_.interaction == "dot" && !c_.fused_interaction)
       trace_.note("dot interaction as PyTorch runs it: cat, bmm, index_select of the lower triangle and cat "
                       "forward; the index_select's index_add, both bmm gradients and their sums backward");
+    if (c_.optimizer != DlrmOptimizer::sgd || c_.embedding_optimizer != DlrmOptimizer::sgd)
+      trace_.note(fmt::format("optimizers: {} for the MLPs (one fused multi-tensor step, fp32 state read and written), "
+                              "{} for the tables (in FBGEMM's fused backward: each looked-up row's fp32 state read "
+                              "and written beside it)",
+                              to_string(c_.optimizer), to_string(c_.embedding_optimizer)));
     if (c_.interaction == "dcn_v2")
       trace_.note(fmt::format("DCN v2 interaction: {} low-rank cross layers (rank {}) over the {} concatenated values "
                               "of the bottom output and pooled embeddings, eager as TorchRec's LowRankCrossNet: two "
