@@ -44,11 +44,8 @@ struct Row {
 void text(const plan::PlanResult& r, const platforms::GpuModel& gpu, int top, std::ostream& out) {
   out << fmt::format("{} on {} x {} GPUs, global batch {} x {} tokens\n", r.model, r.space.gpus, r.platform,
                      r.space.global_batch, r.space.sequence);
-  out << fmt::format(
-      "{} layouts, {} fit gpu.memory ({:.1f} GiB); estimated in {:.2f} s ({:.0f} layouts/s); the {} "
-      "fastest estimates re-timed by the replay\n",
-      r.layouts, r.fit, gpu.memory / kGiB, r.estimate_seconds,
-      r.estimate_seconds > 0 ? r.layouts / r.estimate_seconds : 0.0, r.retimed.size());
+  out << fmt::format("{} layouts, {} fit gpu.memory ({:.1f} GiB); the {} fastest estimates re-timed by the replay\n",
+                     r.layouts, r.fit, gpu.memory / kGiB, r.retimed.size());
   out << fmt::format("{:<4} {:>10} {:>10} {:>12} {:>6} {:>9} {:>9}  {}\n", "rank", "iter (s)", "estimate",
                      "tokens/s/GPU", "MFU", "need GiB", "exposed", "layout");
   for (std::size_t i = 0; i < r.retimed.size() && static_cast<int>(i) < top; ++i) {
@@ -86,7 +83,6 @@ nlohmann::json json(const plan::PlanResult& r, const platforms::GpuModel& gpu, i
           {"sequence", r.space.sequence},
           {"layouts", r.layouts},
           {"fit", r.fit},
-          {"estimate_seconds", r.estimate_seconds},
           {"top", layouts},
           {"notes", r.notes}};
 }
@@ -143,6 +139,10 @@ Action add_plan_command(CLI::App& command) {
     r.retime = std::max(args->retime, args->top);
     r.engine = args->engine;
     const plan::PlanResult result = plan::run_plan(r);
+    // Wall time on stderr: stdout is the same bit for bit on every run.
+    std::cerr << fmt::format("{}: {} layouts pruned and estimated in {:.2f} s ({:.0f} layouts/s)\n", r.model,
+                             result.layouts, result.estimate_seconds,
+                             result.estimate_seconds > 0 ? result.layouts / result.estimate_seconds : 0.0);
     platforms::PlatformOptions options = r.platform_options;
     const platforms::GpuModel gpu = platforms::load_platform(r.platform, options).gpu();
     if (args->format == "json")
