@@ -204,6 +204,26 @@ class DlrmBuilder {
     return s;
   }
 
+  /// TorchRec's KJT input distribution (torchrec/distributed/dist_data.py, KJTAllToAll): each
+  /// rank sends every peer, for its local batch, the lengths (int32, one per sample and feature)
+  /// or the indices (int64) of the features whose shards the peer holds (a row-wise shard the
+  /// indices that hash into its rows, a column-wise shard all of its table's). The uniform
+  /// collective's size is the busiest rank's sent or received bytes, as a2a_bytes sizes it.
+  Bytes input_a2a_bytes(bool indices) const {
+    std::vector<double> per_sample(static_cast<std::size_t>(n_), 0);   // what rank j receives per peer sample
+    for (int j = 0; j < n_; ++j)
+      for (int t : plan_.tables_of_rank[static_cast<std::size_t>(j)]) {
+        const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
+        const double rows = plan_.rows_of(table, j);
+        if (rows <= 0) continue;
+        per_sample[static_cast<std::size_t>(j)] += indices ? 8 * table.pooling * rows / table.rows : 4;
+      }
+    const double total = std::accumulate(per_sample.begin(), per_sample.end(), 0.0);
+    double busiest = 0;
+    for (double w : per_sample) busiest = std::max({busiest, batch_ * (total - w), (n_ - 1) * batch_ * w});
+    return busiest * n_ / (n_ - 1);
+  }
+
   /// Row-wise: every rank's partial pooled sums of every table for the whole batch.
   Bytes reduce_scatter_bytes() const {
     double width = 0;
@@ -306,6 +326,15 @@ class DlrmBuilder {
     const auto suffix = [&](std::size_t g) { return groups.size() > 1 ? "[" + std::to_string(g) + "]" : std::string(); };
 
     if (c_.graph_forward_backward) rank.cpu("iteration_start", iteration_start_time());
+    // TorchRec's pipeline distributes the next batch's indices while this one trains: the KJT
+    // all-to-alls (lengths, then indices) go first on the exchange's communicator, so the pooled
+    // embeddings' all-to-all queues behind them.
+    if (c_.input_all_to_all && n_ > 1 && plan_.kind != ShardingKind::data_parallel) {
+      rank.collective(kEmbeddingComm, "input_dist.lengths",
+                      call(models::CollectiveOp::alltoall, input_a2a_bytes(false), kEmbeddingGroup));
+      rank.collective(kEmbeddingComm, "input_dist.indices",
+                      call(models::CollectiveOp::alltoall, input_a2a_bytes(true), kEmbeddingGroup));
+    }
 
     // Forward. Every bottom layer and all top layers but the last end in a ReLU; with
     // mlp_epilogue fused, bias and ReLU are in the GEMM's epilogue.
@@ -848,6 +877,10 @@ class DlrmBuilder {
     if (c_.interaction == "dot" && !c_.fused_interaction)
       trace_.note("dot interaction as PyTorch runs it: cat, bmm, index_select of the lower triangle and cat "
                       "forward; the index_select's index_add, both bmm gradients and their sums backward");
+    if (c_.input_all_to_all && n_ > 1 && plan_.kind != ShardingKind::data_parallel)
+      trace_.note(fmt::format("input distribution: TorchRec's KJT all-to-alls of the next batch's lengths ({}) and "
+                              "int64 indices ({}) at the iteration's start on the exchange's communicator",
+                              format_size(input_a2a_bytes(false)), format_size(input_a2a_bytes(true))));
     if (c_.optimizer != DlrmOptimizer::sgd || c_.embedding_optimizer != DlrmOptimizer::sgd)
       trace_.note(fmt::format("optimizers: {} for the MLPs (one fused multi-tensor step, fp32 state read and written), "
                               "{} for the tables (in FBGEMM's fused backward: each looked-up row's fp32 state read "
@@ -877,8 +910,10 @@ class DlrmBuilder {
       trace_.note("NVIDIA DLE's exchange copies (one read and write each): a rank's vectors concatenated before the "
                       "all-to-all, the received ones after it, the gradient split into contiguous pieces before the "
                       "backward one");
-    trace_.note(std::string("not modelled: TorchRec's input all-to-all of indices (its pipeline overlaps it with the "
-                                "previous iteration; NVIDIA's loader reads each GPU's indices directly), ") +
+    trace_.note(std::string("not modelled: ") +
+                    (c_.input_all_to_all ? std::string()
+                                         : "TorchRec's input all-to-all of indices (sharding.input_distribution: "
+                                           "all_to_all adds it; NVIDIA's loader reads each GPU's indices directly), ") +
                     (scaler || act_bytes_ == 4 ? "AMP's casts of the MLP weights" : "AMP casts and loss scaling") +
                     (c_.graph_forward_backward ? ", the loader thread's reading of each batch" : ", the data loader and the host work between iterations"));
   }

@@ -377,7 +377,9 @@ class ConfigReader {
 
   void read_sharding(const YAML::Node& s) {
     const std::string path = "sharding";
-    r_.check_keys(s, path, {"plan", "planner", "seed", "placement", "bottom_mlp", "process_groups", "memory_reserve"});
+    r_.check_keys(s, path,
+                  {"plan", "planner", "seed", "placement", "bottom_mlp", "process_groups", "memory_reserve",
+                   "input_distribution"});
     if (s["plan"]) c_.plan = r_.get_choice(s["plan"], path + ".plan", kPlans);
     std::vector<std::string> planners;
     for (const PlannerInfo& p : sharding_planners()) planners.push_back(p.name);
@@ -400,6 +402,11 @@ class ConfigReader {
       c_.shared_process_group =
           r_.get_choice(s["process_groups"], path + ".process_groups", {"separate", "shared"}) == "shared";
     if (s["memory_reserve"]) c_.memory_reserve = r_.get_size(s["memory_reserve"], path + ".memory_reserve");
+    // How a rank's tables get their indices: from the loader, for every sample (NVIDIA DLE reads
+    // each GPU's indices directly), or by TorchRec's KJT all-to-all of each rank's local batch.
+    if (s["input_distribution"])
+      c_.input_all_to_all = r_.get_choice(s["input_distribution"], path + ".input_distribution",
+                                          {"loader", "all_to_all"}) == "all_to_all";
     if (s["placement"]) read_placement(s["placement"], path + ".placement");
   }
 

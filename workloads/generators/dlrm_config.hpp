@@ -71,6 +71,7 @@ struct DlrmConfig {
   std::vector<int> placement;        // table_wise: the rank of every table, instead of the planner
   bool bottom_on_rank0 = false;
   bool shared_process_group = false;  // sharding.process_groups: shared (NVIDIA DLE: one communicator)
+  bool input_all_to_all = false;      // sharding.input_distribution: all_to_all (TorchRec's KJT all-to-all)
   Bytes memory_reserve = 2.0 * 1024 * 1024 * 1024;
 };
 

@@ -243,6 +243,31 @@ TEST_F(Dlrm, BucketsOverlapBackward) {
   EXPECT_EQ(p.streams, (std::vector<std::string>{"compute", "embedding_comm", "allreduce"}));
 }
 
+// ---------------------------------------------------------------- TorchRec's input distribution
+
+// KJT all-to-alls before the lookups: per peer sample, 4 B of lengths per feature and 8 B per
+// index (one-hot here) of the features the receiver holds; the collective's size is the busiest
+// rank's bytes x n / (n - 1). 2 ranks, 512 samples each.
+TEST_F(Dlrm, InputDistributionAllToAllsMatchHandCounts) {
+  const auto sizes = [&](const std::string& placement) {
+    const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024}",
+                                     "sharding: {placement: " + placement + ", input_distribution: all_to_all}\n"),
+                          "0,1");
+    std::vector<double> bytes;
+    for (const Op& o : t.program(0).ops)
+      if (o.kind == OpKind::collective && t.names[o.name].starts_with("input_dist"))
+        bytes.push_back(t.collectives[o.collective].bytes);
+    return bytes;
+  };
+  // Two features on each rank: each receives and sends 512 x 2 x (4 or 8) B.
+  EXPECT_EQ(sizes("[0, 1, 1, 0]"), (std::vector<double>{512 * 2 * 4 * 2, 512 * 2 * 8 * 2}));
+  // Three on rank 0: it receives 512 x 3 x (4 or 8) B, the busiest.
+  EXPECT_EQ(sizes("[0, 0, 0, 1]"), (std::vector<double>{512 * 3 * 4 * 2, 512 * 3 * 8 * 2}));
+  // Without it (NVIDIA DLE's loader) there is none.
+  const Trace dle = parse(small_dlrm(), "0,1");
+  for (const Op& o : dle.program(0).ops) EXPECT_FALSE(dle.names[o.name].starts_with("input_dist"));
+}
+
 // ---------------------------------------------------------------- DCN v2 interaction
 
 // DCN v2 against cat on the small DLRM (x0 = 16 + 4 x 16 = 80 values, the top MLP's input either
