@@ -195,6 +195,11 @@ class ConfigReader {
     r_.check_keys(dcn, "model.dcn", {"layers", "low_rank"});
     c_.dcn_layers = r_.get_int(r_.require(dcn, "model.dcn", "layers"), "model.dcn.layers", 1);
     c_.dcn_low_rank = r_.get_int(r_.require(dcn, "model.dcn", "low_rank"), "model.dcn.low_rank", 1);
+    // Stated limits, far above published cross networks (DCN V2: 1-4 layers, ranks up to 512).
+    if (c_.dcn_layers > 64)
+      r_.fail("model.dcn.layers", dcn["layers"], "at most 64 cross layers are modelled", "write e.g. layers: 3");
+    if (c_.dcn_low_rank > 65536)
+      r_.fail("model.dcn.low_rank", dcn["low_rank"], "a rank of at most 65536 is modelled", "write e.g. low_rank: 512");
   }
 
   void read_model(const YAML::Node& m, const IndexDistribution& distribution) {

@@ -306,6 +306,9 @@ TEST_F(Dlrm, DcnV2NeedsItsShape) {
             std::string::npos);
   EXPECT_NE(error(with_model_key(small_dlrm(), "interaction: dcn_v2\n  dcn: {layers: 3, rank: 8}")).find("low_rank"),
             std::string::npos);
+  EXPECT_NE(error(with_model_key(small_dlrm(), "interaction: dcn_v2\n  dcn: {layers: 1000000000, low_rank: 8}"))
+                .find("at most 64"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------- optimizers
