@@ -103,11 +103,12 @@ class DlrmBuilder {
       for (int r = 0; r < n_; ++r) exchanged += a2a_width(r) * batch_;
     std::vector<DlrmRankShape> shapes;
     for (int r = 0; r < n_; ++r) {
-      DlrmRankShape s{plan_.bytes_of_rank[static_cast<std::size_t>(r)], 0, 0, 0, exchanged, has_bottom(r)};
+      DlrmRankShape s{0, 0, 0, 0, exchanged, has_bottom(r)};
       for (int t : plan_.tables_of_rank[static_cast<std::size_t>(r)]) {
         const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
         const double rows = plan_.rows_of(table, r);
         if (rows <= 0) continue;
+        s.table_bytes += rows * plan_.dim_of(table, r) * table.element_bytes;   // the values; their state apart
         s.table_rows += rows;
         s.lookup_values += lookup_batch_ * plan_.dim_of(table, r);
         s.lookups += lookup_batch_ * table.pooling * rows / table.rows;

@@ -377,7 +377,14 @@ class ConfigReader {
       if (!(c_.ddp_bucket > 0))
         r_.fail(path + ".ddp_bucket", t["ddp_bucket"], "the bucket size must be > 0", "write e.g. 25MiB (PyTorch's default)");
     }
-    for (TableEntry& e : c_.tables) e.table.element_bytes = models::bytes_of(c_.embedding_dtype);
+    // What a table takes on its GPUs: its values and its optimizer's fp32 state (the planners
+    // and the memory check place both).
+    for (TableEntry& e : c_.tables) {
+      e.table.element_bytes = models::bytes_of(c_.embedding_dtype);
+      const bool per_row = c_.embedding_optimizer == DlrmOptimizer::rowwise_adagrad;
+      e.table.state_per_value = per_row ? 0 : optimizer_state_bytes(c_.embedding_optimizer, 1);
+      e.table.state_per_row = per_row ? optimizer_state_bytes(c_.embedding_optimizer, 1) : 0;
+    }
   }
 
   void read_sharding(const YAML::Node& s) {

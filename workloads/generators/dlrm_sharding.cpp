@@ -92,7 +92,7 @@ void check_fits(const ShardingRequest& request, const ShardingPlan& plan) {
     const Bytes held = plan.bytes_of_rank[static_cast<std::size_t>(r)];
     if (held > capacity)
       throw ConfigError(request.where,
-                        "rank " + std::to_string(r) + " would store " + gb(held) + " of embedding tables (" +
+                        "rank " + std::to_string(r) + " would store " + gb(held) + " of embedding tables and their optimizer state (" +
                             std::to_string(plan.tables_of_rank[static_cast<std::size_t>(r)].size()) + " tables, " +
                             to_string(plan.kind) + ") but there are only " + capacity_text(request),
                         overflow_fix(request));
@@ -300,7 +300,7 @@ ShardingPlan plan_sharding(const ShardingRequest& request) {
     plan.bytes_of_rank.assign(static_cast<std::size_t>(request.ranks), 0);
     for (int r = 0; r < request.ranks; ++r)
       for (const EmbeddingTable& t : request.tables)
-        plan.bytes_of_rank[static_cast<std::size_t>(r)] += plan.rows_of(t, r) * plan.dim_of(t, r) * t.element_bytes;
+        plan.bytes_of_rank[static_cast<std::size_t>(r)] += t.stored(plan.rows_of(t, r), plan.dim_of(t, r));
   }
   check_fits(request, plan);
   return plan;

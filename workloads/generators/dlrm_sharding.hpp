@@ -23,7 +23,13 @@ struct EmbeddingTable {
   int dim = 0;                 ///< embedding dimension D
   double pooling = 1;          ///< mean lookups per sample L (pooling factor)
   Bytes element_bytes = 4;     ///< bytes per stored value (fp32 4, fp16 2)
-  Bytes bytes() const { return rows * dim * element_bytes; }
+  Bytes state_per_value = 0;   ///< optimizer state stored beside each value (Adagrad 4, Adam 8)
+  Bytes state_per_row = 0;     ///< optimizer state per row (row-wise Adagrad 4)
+  /// @brief What `rows` x `dim` of the table take on a GPU, its optimizer state included.
+  Bytes stored(double rows_held, double dim_held) const {
+    return rows_held * (dim_held * (element_bytes + state_per_value) + state_per_row);
+  }
+  Bytes bytes() const { return stored(rows, dim); }
 };
 
 /// @brief How tables are split (TorchRec's sharding types).
@@ -65,7 +71,7 @@ struct ShardingPlan {
   std::string planner;                          ///< table_wise: the planner that chose it
   int ranks = 0;
   std::vector<std::vector<int>> tables_of_rank;
-  std::vector<Bytes> bytes_of_rank;             ///< embedding bytes each rank stores
+  std::vector<Bytes> bytes_of_rank;             ///< bytes each rank stores: its shards and their optimizer state
 
   /// @brief Rows of the shard of `table` on `rank`, for a table that `rank` lists (row_wise:
   /// TorchRec's contiguous blocks of ceil(E/n) rows, so the last ranks may hold fewer or none).
