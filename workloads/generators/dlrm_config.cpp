@@ -392,7 +392,10 @@ class ConfigReader {
     r_.check_keys(s, path,
                   {"plan", "planner", "seed", "placement", "bottom_mlp", "process_groups", "memory_reserve",
                    "input_distribution"});
-    if (s["plan"]) c_.plan = r_.get_choice(s["plan"], path + ".plan", kPlans);
+    if (s["plan"] && s["plan"].IsSequence())
+      read_table_plans(s["plan"], path + ".plan", s["placement"]);
+    else if (s["plan"])
+      c_.plan = r_.get_choice(s["plan"], path + ".plan", kPlans);
     std::vector<std::string> planners;
     for (const PlannerInfo& p : sharding_planners()) planners.push_back(p.name);
     // Checked whatever the plan, used only where whole tables are placed (a sweep over
@@ -420,6 +423,45 @@ class ConfigReader {
       c_.input_all_to_all = r_.get_choice(s["input_distribution"], path + ".input_distribution",
                                           {"loader", "all_to_all"}) == "all_to_all";
     if (s["placement"]) read_placement(s["placement"], path + ".placement");
+  }
+
+  /// A plan listed per table as TorchRec prints one: `[{table: I, type: table_wise, ranks: [r]},
+  /// ...]`, every table once. Whole tables on one rank each become the placement; tables split
+  /// by other types in one plan are not modelled yet (one type for all tables is, as a name).
+  void read_table_plans(const YAML::Node& list, const std::string& path, const YAML::Node& placement) {
+    if (placement)
+      r_.fail(path, list, "a per-table plan already places every table", "drop sharding.placement");
+    std::vector<int> rank_of(c_.tables.size(), -1);
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string at = path + "[" + std::to_string(i) + "]";
+      const YAML::Node entry = list[i];
+      if (!entry.IsMap()) r_.fail(at, entry, "expected {table, type, ranks}", "write e.g. {table: 0, type: table_wise, ranks: [1]}");
+      r_.check_keys(entry, at, {"table", "type", "ranks"});
+      const int table = r_.get_int(r_.require(entry, at, "table"), at + ".table", 0);
+      if (table >= static_cast<int>(c_.tables.size()))
+        r_.fail(at + ".table", entry["table"],
+                "table " + std::to_string(table) + " is not one of the model's " + std::to_string(c_.tables.size()),
+                "number tables from 0 in model.tables order");
+      if (rank_of[static_cast<std::size_t>(table)] >= 0)
+        r_.fail(at + ".table", entry["table"], "table " + std::to_string(table) + " is planned twice",
+                "list every table once");
+      const std::string type = r_.get_choice(r_.require(entry, at, "type"), at + ".type",
+                                             {"table_wise", "row_wise", "column_wise", "table_row_wise", "data_parallel"});
+      if (type != "table_wise")
+        r_.fail(at + ".type", entry["type"], "per-table plans other than table_wise are not modelled yet",
+                "use sharding.plan: " + (type == "table_row_wise" ? std::string("row_wise") : type) +
+                    " for every table, or place this table whole on one rank");
+      const YAML::Node ranks = r_.require(entry, at, "ranks");
+      if (!ranks.IsSequence() || ranks.size() != 1)
+        r_.fail(at + ".ranks", ranks, "a table_wise table lives on exactly one rank", "write e.g. ranks: [1]");
+      rank_of[static_cast<std::size_t>(table)] = r_.get_int(ranks[0], at + ".ranks[0]", 0);
+    }
+    for (std::size_t t = 0; t < rank_of.size(); ++t)
+      if (rank_of[t] < 0)
+        r_.fail(path, list, "table " + std::to_string(t) + " (" + c_.tables[t].table.name + ") is not planned",
+                "add {table: " + std::to_string(t) + ", type: table_wise, ranks: [R]}");
+    c_.plan = "table_wise";
+    c_.placement = rank_of;
   }
 
   /// A YAML list of ranks, or (as `-p workload.sharding.placement=[0,1,1,0]` sets it) one

@@ -243,6 +243,34 @@ TEST_F(Dlrm, BucketsOverlapBackward) {
   EXPECT_EQ(p.streams, (std::vector<std::string>{"compute", "embedding_comm", "allreduce"}));
 }
 
+// ---------------------------------------------------------------- per-table plans
+
+// A plan listed per table, as TorchRec prints it, places whole tables as `placement` does.
+TEST_F(Dlrm, PerTablePlanPlacesTablesAsAPlacement) {
+  const std::string listed =
+      "sharding:\n  plan:\n    - {table: 0, type: table_wise, ranks: [1]}\n    - {table: 1, type: table_wise, ranks: [0]}\n"
+      "    - {table: 2, type: table_wise, ranks: [0]}\n    - {table: 3, type: table_wise, ranks: [1]}\n";
+  const Trace a = parse(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024}", listed), "0,1");
+  const Trace b = parse(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024}",
+                                   "sharding: {placement: [1, 0, 0, 1]}\n"),
+                        "0,1");
+  ASSERT_EQ(a.programs.size(), b.programs.size());
+  for (std::size_t p = 0; p < a.programs.size(); ++p) EXPECT_EQ(a.programs[p].ops.size(), b.programs[p].ops.size());
+  EXPECT_EQ(calls(a, 0, models::CollectiveOp::alltoall).front().bytes,
+            calls(b, 0, models::CollectiveOp::alltoall).front().bytes);
+  const auto plan = [&](const std::string& entries) {
+    return error(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024}", "sharding:\n  plan:\n" + entries));
+  };
+  const std::string three = "    - {table: 0, type: table_wise, ranks: [0]}\n    - {table: 1, type: table_wise, ranks: [0]}\n"
+                            "    - {table: 2, type: table_wise, ranks: [1]}\n";
+  EXPECT_NE(plan(three).find("table 3 (t3) is not planned"), std::string::npos);
+  EXPECT_NE(plan(three + "    - {table: 2, type: table_wise, ranks: [1]}\n").find("planned twice"), std::string::npos);
+  EXPECT_NE(plan(three + "    - {table: 3, type: row_wise, ranks: [0, 1]}\n").find("sharding.plan: row_wise for every"),
+            std::string::npos);
+  EXPECT_NE(plan(three + "    - {table: 3, type: table_wise, ranks: [0, 1]}\n").find("exactly one rank"),
+            std::string::npos);
+}
+
 // ---------------------------------------------------------------- TorchRec's input distribution
 
 // KJT all-to-alls before the lookups: per peer sample, 4 B of lengths per feature and 8 B per
