@@ -162,50 +162,59 @@ std::vector<std::string> preset_names() {
 
 }  // namespace
 
-Trace parse_workload(const std::string& yaml_text, const std::string& origin, const JobContext& job,
-                     const std::vector<std::string>& overrides) {
-  YAML::Node root = platforms::load_yaml(yaml_text, origin);
-  YamlReader reader(origin);
-  const std::string kind = read_kind(root, reader, overrides);
-  const YAML::Node& doc = root;
-  const GeneratorInfo& info = GeneratorRegistry::instance().get(kind, reader.where("kind", doc["kind"]));
-  return finish(info.make()->generate(doc, reader, job), origin);
-}
+namespace {
 
-Trace load_workload(const std::string& name_or_path, const JobContext& job, const std::vector<std::string>& overrides) {
+// A workload's text and origin: a shipped preset, else a file (a .json one is a trace).
+struct Source {
+  std::string text, origin;
+  bool json = false;
+};
+
+Source find_source(const std::string& name_or_path) {
   const auto& presets = embedded_workload_presets();
   if (auto it = presets.find(name_or_path); it != presets.end())
-    return parse_workload(it->second, name_or_path + ".yaml (preset)", job, overrides);
-  if (std::filesystem::is_regular_file(name_or_path)) {
-    if (std::filesystem::path(name_or_path).extension() == ".json")
-      return parse_json_trace(platforms::read_text_file(name_or_path), name_or_path, job, overrides);
-    return parse_workload(platforms::read_text_file(name_or_path), name_or_path, job, overrides);
-  }
+    return {it->second, name_or_path + ".yaml (preset)"};
+  if (std::filesystem::is_regular_file(name_or_path))
+    return {platforms::read_text_file(name_or_path), name_or_path,
+            std::filesystem::path(name_or_path).extension() == ".json"};
   throw ConfigError(
       name_or_path, "neither a workload preset nor a readable file",
       "use a workload file (.yaml, or .json for a trace) or a preset (`stepsim presets` describes them): " +
           platforms::join(preset_names()));
 }
 
-WorkloadDocument load_workload_document(const std::string& name_or_path, const std::vector<std::string>& overrides) {
-  const auto& presets = embedded_workload_presets();
-  std::string text, origin;
-  if (auto it = presets.find(name_or_path); it != presets.end()) {
-    text = it->second;
-    origin = name_or_path + ".yaml (preset)";
-  } else if (std::filesystem::is_regular_file(name_or_path) &&
-             std::filesystem::path(name_or_path).extension() != ".json") {
-    text = platforms::read_text_file(name_or_path);
-    origin = name_or_path;
-  } else {
-    throw ConfigError(name_or_path, "neither a workload preset nor a readable YAML file",
-                      "use a workload file (.yaml) or a preset (`stepsim presets` describes them): " +
-                          platforms::join(preset_names()));
-  }
-  YAML::Node root = platforms::load_yaml(text, origin);
+// The YAML document with `overrides` applied and its header checked.
+WorkloadDocument read_document(const std::string& yaml_text, const std::string& origin,
+                               const std::vector<std::string>& overrides) {
+  YAML::Node root = platforms::load_yaml(yaml_text, origin);
   YamlReader reader(origin);
   const std::string kind = read_kind(root, reader, overrides);
-  return {root, origin, kind};
+  return {root, reader, kind};
+}
+
+}  // namespace
+
+Trace parse_workload(const std::string& yaml_text, const std::string& origin, const JobContext& job,
+                     const std::vector<std::string>& overrides) {
+  const WorkloadDocument w = read_document(yaml_text, origin, overrides);
+  const YamlReader& reader = w.reader;
+  const YAML::Node& doc = w.doc;  // const from here: a non-const operator[] would insert keys
+  const GeneratorInfo& info = GeneratorRegistry::instance().get(w.kind, reader.where("kind", doc["kind"]));
+  return finish(info.make()->generate(doc, reader, job), origin);
+}
+
+Trace load_workload(const std::string& name_or_path, const JobContext& job, const std::vector<std::string>& overrides) {
+  const Source source = find_source(name_or_path);
+  if (source.json) return parse_json_trace(source.text, source.origin, job, overrides);
+  return parse_workload(source.text, source.origin, job, overrides);
+}
+
+WorkloadDocument load_workload_document(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  const Source source = find_source(name_or_path);
+  if (source.json)
+    throw ConfigError(name_or_path, "a JSON trace holds ops, not a model and training settings",
+                      "give a workload YAML file or a preset (`stepsim presets`)");
+  return read_document(source.text, source.origin, overrides);
 }
 
 std::vector<WorkloadPresetInfo> list_workload_presets() {

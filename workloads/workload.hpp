@@ -74,10 +74,11 @@ Trace parse_workload(const std::string& yaml_text, const std::string& origin, co
                      const std::vector<std::string>& overrides = {});
 
 /// @brief A workload's YAML document (a preset or a .yaml file) with `overrides` applied and its
-/// version checked, and its origin for errors; what `stepsim plan` reads a model from.
+/// version checked, with the reader that applied them (its errors name the file and say which
+/// values `-p` set); what `stepsim plan` reads a model from.
 struct WorkloadDocument {
   YAML::Node doc;
-  std::string origin;
+  platforms::YamlReader reader;
   std::string kind;
 };
 WorkloadDocument load_workload_document(const std::string& name_or_path, const std::vector<std::string>& overrides = {});

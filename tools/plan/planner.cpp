@@ -59,14 +59,14 @@ Job make_job(const PlanRequest& r) {
 // The model's sections, as the fsdp generator reads them.
 Space read_space(const PlanRequest& r, const Job& job) {
   const workloads::WorkloadDocument w = workloads::load_workload_document(r.model, r.model_overrides);
-  const platforms::YamlReader reader(w.origin);
+  const platforms::YamlReader& reader = w.reader;
   if (w.kind != "fsdp" || (w.doc["framework"] && w.doc["framework"].Scalar() != "torchtitan"))
-    throw ConfigError(w.origin, "stepsim plan lays out torchtitan transformers (kind: fsdp); this is kind: " + w.kind,
+    throw ConfigError(reader.origin(), "stepsim plan lays out torchtitan transformers (kind: fsdp); this is kind: " + w.kind,
                       "plan a workload of kind fsdp, e.g. llama3-70b");
   Space s;
   s.model = workloads::transformer::read_model(w.doc, reader);
   if (s.model.moe.enabled())
-    throw ConfigError(w.origin, "stepsim plan does not lay out mixture-of-experts models yet",
+    throw ConfigError(reader.origin(), "stepsim plan does not lay out mixture-of-experts models yet",
                       "simulate each layout with `stepsim simulate` (parallelism.ep), or plan a dense model");
   s.training = workloads::transformer::read_training(w.doc, reader);
   s.gpus = r.gpus;

@@ -108,8 +108,9 @@ class DlrmBuilder {
         const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
         const double rows = plan_.rows_of(table, r);
         if (rows <= 0) continue;
-        s.table_bytes += rows * plan_.dim_of(table, r) * table.element_bytes;   // the values; their state apart
-        s.table_rows += rows;
+        const double values = rows * plan_.dim_of(table, r) * table.element_bytes;
+        s.table_bytes += values;
+        s.table_state += table.stored(rows, plan_.dim_of(table, r)) - values;
         s.lookup_values += lookup_batch_ * plan_.dim_of(table, r);
         s.lookups += lookup_batch_ * table.pooling * rows / table.rows;
       }

@@ -38,13 +38,8 @@ models::MemoryWalk walk_rank(const DlrmConfig& c, const DlrmRankShape& r, double
       mlp_params(top_input, c.top_mlp) + (r.bottom ? mlp_params(c.dense_features, c.bottom_mlp) : 0) + cross_params;
   models::MemoryWalk w;
   w.allocate(MemoryTerm::parameters, r.table_bytes + 4 * dense);
-  // Optimizer state, fp32: the tables' (per element, or per row for row-wise Adagrad) and the
-  // dense parameters'.
-  const double elements = r.table_bytes / table;
-  const double row_state = optimizer_state_bytes(c.embedding_optimizer, 1);
-  w.allocate(MemoryTerm::optimizer, (c.embedding_optimizer == DlrmOptimizer::rowwise_adagrad ? 4 * r.table_rows
-                                                                                            : row_state * elements) +
-                                        optimizer_state_bytes(c.optimizer, 1) * dense);
+  // Optimizer state, fp32: the tables' (as the planners placed it) and the dense parameters'.
+  w.allocate(MemoryTerm::optimizer, r.table_state + optimizer_state_bytes(c.optimizer, 1) * dense);
   // fp32 dense gradients, and DDP's bucket copy of them across ranks (gradient_as_bucket_view off).
   w.allocate(MemoryTerm::gradients, 4 * dense * (ranks > 1 ? 2 : 1));
   // Inputs: the rank's int64 indices and the dense features (fp32).
@@ -94,7 +89,7 @@ models::MemoryReport dlrm_memory(const DlrmConfig& config, const std::vector<Dlr
   for (int r = 0; r < n; ++r) {
     const DlrmRankShape& s = ranks[static_cast<std::size_t>(r)];
     const auto key =
-        std::make_tuple(s.table_bytes, s.table_rows, s.lookup_values, s.lookups, s.exchanged_values, s.bottom);
+        std::make_tuple(s.table_bytes, s.table_state, s.lookup_values, s.lookups, s.exchanged_values, s.bottom);
     auto [it, fresh] = group_of_shape.emplace(key, static_cast<int>(report.groups.size()));
     if (fresh) {
       const double batch_of_bottom = s.bottom ? bottom_batch : 0;

@@ -13,7 +13,7 @@ namespace stepsim::workloads {
 /// @brief What one rank of the hybrid-parallel DLRM holds besides the config's shapes.
 struct DlrmRankShape {
   Bytes table_bytes = 0;        ///< its embedding shards as stored
-  double table_rows = 0;        ///< their rows (row-wise Adagrad keeps one accumulator each)
+  Bytes table_state = 0;        ///< their optimizer's fp32 state (EmbeddingTable::stored less the values)
   double lookup_values = 0;     ///< pooled values it looks up per iteration (samples x its columns)
   double lookups = 0;           ///< rows it gathers per iteration (samples x pooling over its tables)
   double exchanged_values = 0;  ///< values the exchange hands it (local samples x every table's columns)

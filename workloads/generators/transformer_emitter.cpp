@@ -177,9 +177,6 @@ void TransformerEmitter::add_tp_note(const Block& layer) {
                       forward, backward, layer_params(m_, tp_), layer_params(m_)));
 }
 
-}  // namespace stepsim::workloads::transformer
-
-namespace stepsim::workloads::transformer {
 
 IterationLayout TransformerEmitter::iteration_layout(const std::vector<int>& chunk_first) const {
   IterationLayout layout;

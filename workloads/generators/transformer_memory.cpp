@@ -252,18 +252,35 @@ ChunkParams chunk_params(const IterationLayout& L, int chunk, int chunks) {
   return p;
 }
 
+// What every stage's walk of one layout shares: computed once per layout, not per stage.
+struct LayoutMemory {
+  explicit LayoutMemory(const IterationLayout& L)
+      : chunks(L.pp * L.pipeline.virtual_stages),
+        shape(shape_of(L)),
+        block(block_memory(L)),
+        loss(loss_memory(L, shape)),
+        head(head_saved(L, shape)) {
+    for (int c = 0; c < chunks; ++c) params.push_back(chunk_params(L, c, chunks));
+  }
+  const int chunks;
+  const Shape shape;
+  const BlockMemory block;
+  const LossMemory loss;
+  const Bytes head;   ///< what the final norm and the output projection keep
+  std::vector<ChunkParams> params;
+};
+
 class StageWalk {
  public:
-  StageWalk(const IterationLayout& L, int stage)
+  StageWalk(const IterationLayout& L, const LayoutMemory& shared, int stage)
       : L_(L),
         stage_(stage),
-        chunks_(L.pp * L.pipeline.virtual_stages),
-        s_(shape_of(L)),
-        block_(block_memory(L)),
-        loss_(loss_memory(L, s_)),
-        a_(s_.a) {
-    for (int c = 0; c < chunks_; ++c) params_.push_back(chunk_params(L, c, chunks_));
-  }
+        chunks_(shared.chunks),
+        block_(shared.block),
+        loss_(shared.loss),
+        head_(shared.head),
+        params_(shared.params),
+        a_(shared.shape.a) {}
 
   models::MemoryWalk run() {
     hold_states();
@@ -356,7 +373,7 @@ class StageWalk {
     momentary[MemoryTerm::buffers] = gathered_in_flight(a.chunk);
     walk_.peak_at({"forward", a.chunk, a.microbatch}, momentary);
     if (a.chunk + 1 == chunks_) {
-      walk_.allocate(MemoryTerm::activations, head_saved(L_, s_));
+      walk_.allocate(MemoryTerm::activations, head_);
       MemoryTerms loss;
       loss[MemoryTerm::activations] = loss_.forward_extra;
       walk_.peak_at({"loss forward,", -1, a.microbatch}, loss);
@@ -372,7 +389,7 @@ class StageWalk {
       loss[MemoryTerm::activations] = loss_.backward_extra;
       walk_.peak_at({"loss backward,", -1, a.microbatch}, loss);
       walk_.release(MemoryTerm::activations, loss_.saved);
-      walk_.release(MemoryTerm::activations, head_saved(L_, s_));
+      walk_.release(MemoryTerm::activations, head_);
     }
     const bool first_backward = !grads_.count(a.chunk);
     grads_.insert(a.chunk);
@@ -438,11 +455,11 @@ class StageWalk {
 
   const IterationLayout& L_;
   const int stage_, chunks_;
-  const Shape s_;
-  const BlockMemory block_;
-  const LossMemory loss_;
+  const BlockMemory& block_;
+  const LossMemory& loss_;
+  const Bytes head_;
+  const std::vector<ChunkParams>& params_;
   const double a_;
-  std::vector<ChunkParams> params_;
   double whole_ = 0, shards_ = 0;
   Bytes retained_ = 0;
   std::set<int> gathered_, grads_;
@@ -456,6 +473,7 @@ models::MemoryReport transformer_memory(const IterationLayout& layout, const std
   models::MemoryReport report;
   report.capacity = gpu.memory;
   const models::RuntimeMemory runtime = models::runtime_memory(gpu, communicators);
+  const LayoutMemory shared(layout);
   // One walk per stage some rank is in, in stage order.
   std::map<int, std::vector<int>> ranks_of_stage;
   for (std::size_t r = 0; r < stage_of_rank.size(); ++r)
@@ -464,7 +482,7 @@ models::MemoryReport transformer_memory(const IterationLayout& layout, const std
   for (auto& [stage, ranks] : ranks_of_stage) {
     group_of_stage[stage] = static_cast<int>(report.groups.size());
     const std::string label = layout.pp > 1 ? fmt::format("stage {}", stage) : "every rank";
-    StageWalk walk(layout, stage);
+    StageWalk walk(layout, shared, stage);
     report.groups.push_back(models::finish(label, std::move(ranks), walk.run(), runtime));
     report.groups.back().action_peak = std::move(walk.action_peak);
     report.groups.back().action_after = std::move(walk.action_after);
