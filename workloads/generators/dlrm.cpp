@@ -46,7 +46,8 @@ std::string mb(Bytes bytes) {
 }
 
 /// A rank's lookups of one kind of shard: `tables` shards alike in rows, dim, pooling and
-/// index reuse, looked up by one multi-table kernel (FBGEMM's table-batched embedding).
+/// index reuse, of one sharding kind, looked up by one multi-table kernel (FBGEMM's
+/// table-batched embedding).
 struct LookupGroup {
   double tables = 0;
   double rows = 0;
@@ -55,10 +56,21 @@ struct LookupGroup {
   std::vector<double> histogram;
   /// Lookups of a table's hottest row: the sparse update's atomics that collide on one row.
   double hottest = 0;
+  std::size_t section = 0;  ///< the plan's sharding kind it belongs to (DlrmBuilder::sections_)
+  double batch = 0;         ///< samples looked up: the global batch, the local one for replicated tables
+  bool replicated = false;  ///< data_parallel: a dense gradient, allreduced by DDP
   /// Alike: everything but the count.
   bool operator==(const LookupGroup& o) const {
-    return rows == o.rows && dim == o.dim && pooling == o.pooling && histogram == o.histogram && hottest == o.hottest;
+    return rows == o.rows && dim == o.dim && pooling == o.pooling && histogram == o.histogram &&
+           hottest == o.hottest && section == o.section && batch == o.batch;
   }
+};
+
+/// The tables of one sharding kind: TorchRec looks them up together and exchanges their pooled
+/// values in one collective (two for table_row_wise), apart from the other kinds'.
+struct Section {
+  ShardingKind kind = ShardingKind::table_wise;
+  std::vector<int> tables;
 };
 
 class DlrmBuilder {
@@ -70,18 +82,25 @@ class DlrmBuilder {
   Trace build() {
     check_batch();
     plan_ = make_plan();
+    for (ShardingKind kind : plan_.kinds()) {
+      Section section{kind, {}};
+      for (std::size_t t = 0; t < plan_.tables.size(); ++t)
+        if (plan_.tables[t].kind == kind) section.tables.push_back(static_cast<int>(t));
+      sections_.push_back(section);
+    }
     act_bytes_ = c_.dtype == Dtype::fp16 || c_.dtype == Dtype::bf16 ? 2 : 4;
-    // Sharded tables are looked up for the global batch, replicated ones for the local one.
-    lookup_batch_ = plan_.kind == ShardingKind::data_parallel ? batch_ : c_.global_batch;
-    for (const TableEntry& t : c_.tables) {
-      histograms_.push_back(reuse_histogram(t.distribution, t.table.rows, lookup_batch_ * t.table.pooling));
-      hottest_.push_back(hottest_row_lookups(t.distribution, t.table.rows, lookup_batch_ * t.table.pooling));
+    for (std::size_t t = 0; t < c_.tables.size(); ++t) {
+      const TableEntry& e = c_.tables[t];
+      const double lookups = lookup_batch(static_cast<int>(t)) * e.table.pooling;
+      histograms_.push_back(reuse_histogram(e.distribution, e.table.rows, lookups));
+      hottest_.push_back(hottest_row_lookups(e.distribution, e.table.rows, lookups));
     }
     for (const char* group : {"embedding", "dense"}) {
       std::vector<int> all(static_cast<std::size_t>(n_));
       std::iota(all.begin(), all.end(), 0);
       trace_.group(ProcessGroup{group, {all}, std::vector<int>(static_cast<std::size_t>(n_), 0)});
     }
+    if (has_kind(ShardingKind::table_row_wise)) add_node_groups();
     double flops = 0;
     for (int r = 0; r < n_; ++r) {
       RankBuilder rank(trace_, c_.cuda_graphs ? 0 : c_.cpu_op_gap);
@@ -99,20 +118,22 @@ class DlrmBuilder {
 
   std::vector<DlrmRankShape> rank_shapes() const {
     double exchanged = 0;
-    if (plan_.kind != ShardingKind::data_parallel && n_ > 1)
-      for (int r = 0; r < n_; ++r) exchanged += a2a_width(r) * batch_;
+    if (n_ > 1)
+      for (std::size_t s = 0; s < sections_.size(); ++s)
+        if (sections_[s].kind != ShardingKind::data_parallel)
+          for (int r = 0; r < n_; ++r) exchanged += exchange_width(r, s) * batch_;
     std::vector<DlrmRankShape> shapes;
     for (int r = 0; r < n_; ++r) {
       DlrmRankShape s{0, 0, 0, 0, exchanged, has_bottom(r)};
       for (int t : plan_.tables_of_rank[static_cast<std::size_t>(r)]) {
         const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
-        const double rows = plan_.rows_of(table, r);
+        const double rows = rows_on(t, r);
         if (rows <= 0) continue;
-        const double values = rows * plan_.dim_of(table, r) * table.element_bytes;
+        const double values = rows * dim_on(t, r) * table.element_bytes;
         s.table_bytes += values;
-        s.table_state += table.stored(rows, plan_.dim_of(table, r)) - values;
-        s.lookup_values += lookup_batch_ * plan_.dim_of(table, r);
-        s.lookups += lookup_batch_ * table.pooling * rows / table.rows;
+        s.table_state += table.stored(rows, dim_on(t, r)) - values;
+        s.lookup_values += lookup_batch(t) * dim_on(t, r);
+        s.lookups += lookup_batch(t) * table.pooling * rows / table.rows;
       }
       shapes.push_back(s);
     }
@@ -144,12 +165,15 @@ class DlrmBuilder {
     request.gpu_memory = job_.platform.gpu().memory;
     request.memory_reserve = c_.memory_reserve;
     request.gpu_name = job_.platform.gpu().name;
+    request.per_table = c_.table_plan;
+    for (int r = 0; r < n_; ++r) request.node_of_rank.push_back(job_.node_of(r));
     const YAML::Node sharding = doc_["sharding"];
     request.where = reader_.where("sharding", sharding ? sharding : YAML::Node());
     const std::map<std::string, ShardingKind> kinds = {{"table_wise", ShardingKind::table_wise},
                                                        {"row_wise", ShardingKind::row_wise},
                                                        {"column_wise", ShardingKind::column_wise},
                                                        {"data_parallel", ShardingKind::data_parallel}};
+    if (c_.plan == "per_table") return plan_sharding(request);
     if (c_.plan != "auto") {
       request.kind = kinds.at(c_.plan);
       return plan_sharding(request);
@@ -179,76 +203,183 @@ class DlrmBuilder {
     return width;
   }
 
-  /// Pooled-embedding values per sample that `rank` produces for the all-to-all.
-  double a2a_width(int rank) const {
-    double width = c_.bottom_on_rank0 && rank == 0 ? c_.bottom_mlp.back() : 0;
-    for (int t : plan_.tables_of_rank[static_cast<std::size_t>(rank)])
-      width += plan_.dim_of(c_.tables[static_cast<std::size_t>(t)].table, rank);
+  bool has_kind(ShardingKind kind) const {
+    return std::any_of(sections_.begin(), sections_.end(), [&](const Section& s) { return s.kind == kind; });
+  }
+  bool exchanges(std::size_t section) const { return n_ > 1 && sections_[section].kind != ShardingKind::data_parallel; }
+  bool any_exchange() const {
+    for (std::size_t s = 0; s < sections_.size(); ++s)
+      if (exchanges(s)) return true;
+    return false;
+  }
+  double rows_on(int t, int rank) const {
+    return plan_.tables[static_cast<std::size_t>(t)].rows_on(c_.tables[static_cast<std::size_t>(t)].table, rank);
+  }
+  int dim_on(int t, int rank) const {
+    return plan_.tables[static_cast<std::size_t>(t)].dim_on(c_.tables[static_cast<std::size_t>(t)].table, rank);
+  }
+  /// Sharded tables are looked up for the global batch, replicated ones for the local one.
+  double lookup_batch(int t) const {
+    return plan_.tables[static_cast<std::size_t>(t)].kind == ShardingKind::data_parallel ? batch_ : c_.global_batch;
+  }
+  /// Names of a section's ops: bare with one sharding kind, prefixed by the kind with several.
+  std::string tag(std::size_t section) const {
+    return sections_.size() > 1 ? std::string(to_string(sections_[section].kind)) + "." : std::string();
+  }
+
+  /// Pooled-embedding values per sample that `rank` produces for a section's exchange: its
+  /// shards' columns, and the bottom MLP's output on rank 0 with NVIDIA's placement.
+  double exchange_width(int rank, std::size_t section) const {
+    const ShardingKind kind = sections_[section].kind;
+    const bool all_to_all = kind == ShardingKind::table_wise || kind == ShardingKind::column_wise;
+    double width = c_.bottom_on_rank0 && rank == 0 && all_to_all ? c_.bottom_mlp.back() : 0;
+    for (int t : sections_[section].tables)
+      if (plan_.tables[static_cast<std::size_t>(t)].holds(rank)) width += dim_on(t, rank);
     return width;
   }
 
-  /// The all-to-all's nccl-tests size. Rank i sends s_i = width_i x (B/n) x bytes to each
-  /// peer. With equal shards that is a per-rank buffer of n s. With unequal ones every member
-  /// must agree on one size, so we take Lin et al.'s "max of max" (papers.md §3.1): the largest
-  /// of any rank's bytes sent, (n-1) s_i, or received, sum_{j!=i} s_j, scaled by n/(n-1) so
-  /// that the uniform collective moves exactly that much through the busiest rank.
-  Bytes a2a_bytes() const {
-    const std::vector<Bytes> s = a2a_shares();
+  /// The nccl-tests size of an all-to-all in which member i sends s_i bytes to each peer. With
+  /// equal shares that is a per-rank buffer of n s. With unequal ones every member must agree on
+  /// one size, so we take Lin et al.'s "max of max" (papers.md §3.1): the largest of any
+  /// member's bytes sent, (n-1) s_i, or received, sum_{j!=i} s_j, scaled by n/(n-1) so that the
+  /// uniform collective moves exactly that much through the busiest member.
+  static Bytes max_of_max(const std::vector<Bytes>& s) {
+    const double n = static_cast<double>(s.size());
     const double total = std::accumulate(s.begin(), s.end(), 0.0);
     double busiest = 0;
-    for (double si : s) busiest = std::max({busiest, (n_ - 1) * si, total - si});
-    return busiest * n_ / (n_ - 1);
+    for (double si : s) busiest = std::max({busiest, (n - 1) * si, total - si});
+    return busiest * n / (n - 1);
   }
-  /// s_i per rank: what it sends to each peer.
-  std::vector<Bytes> a2a_shares() const {
+  /// A table- or column-wise section's all-to-all: rank i sends width_i x (B/n) x bytes to each peer.
+  Bytes a2a_bytes(std::size_t section) const { return max_of_max(a2a_shares(section)); }
+  std::vector<Bytes> a2a_shares(std::size_t section) const {
     std::vector<Bytes> s;
-    for (int r = 0; r < n_; ++r) s.push_back(a2a_width(r) * batch_ * act_bytes_);
+    for (int r = 0; r < n_; ++r) s.push_back(exchange_width(r, section) * batch_ * act_bytes_);
     return s;
   }
 
-  /// TorchRec's KJT input distribution (torchrec/distributed/dist_data.py, KJTAllToAll): each
-  /// rank sends every peer, for its local batch, the lengths (int32, one per sample and feature)
-  /// or the indices (int64) of the features whose shards the peer holds (a row-wise shard the
-  /// indices that hash into its rows, a column-wise shard all of its table's). The uniform
-  /// collective's size is the busiest rank's sent or received bytes, as a2a_bytes sizes it.
-  Bytes input_a2a_bytes(bool indices) const {
-    std::vector<double> per_sample(static_cast<std::size_t>(n_), 0);   // what rank j receives per peer sample
-    for (int j = 0; j < n_; ++j)
-      for (int t : plan_.tables_of_rank[static_cast<std::size_t>(j)]) {
-        const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
-        const double rows = plan_.rows_of(table, j);
+  /// TorchRec's KJT input distribution (torchrec/distributed/dist_data.py, KJTAllToAll), one per
+  /// section: each rank sends every peer, for its local batch, the lengths (int32, one per sample
+  /// and feature) or the indices (int64) of the section's features whose shards the peer holds
+  /// (a row-wise shard the indices that hash into its rows, a column-wise shard all of its
+  /// table's). The uniform collective's size is the busiest rank's sent or received bytes.
+  Bytes input_a2a_bytes(std::size_t section, bool indices) const {
+    std::vector<Bytes> received;  // what rank j receives from each peer
+    for (int j = 0; j < n_; ++j) {
+      double per_sample = 0;
+      for (int t : sections_[section].tables) {
+        const double rows = rows_on(t, j);
         if (rows <= 0) continue;
-        per_sample[static_cast<std::size_t>(j)] += indices ? 8 * table.pooling * rows / table.rows : 4;
+        const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
+        per_sample += indices ? 8 * table.pooling * rows / table.rows : 4;
       }
-    const double total = std::accumulate(per_sample.begin(), per_sample.end(), 0.0);
-    double busiest = 0;
-    for (double w : per_sample) busiest = std::max({busiest, batch_ * (total - w), (n_ - 1) * batch_ * w});
-    return busiest * n_ / (n_ - 1);
+      received.push_back(per_sample * batch_);
+    }
+    return max_of_max(received);
   }
 
-  /// Row-wise: every rank's partial pooled sums of every table for the whole batch.
-  Bytes reduce_scatter_bytes() const {
+  /// Row-wise: every rank's partial pooled sums of the section's tables for the whole batch;
+  /// table-row-wise: those of the tables on `rank`'s node, reduce-scattered within it.
+  Bytes reduce_scatter_bytes(std::size_t section, int rank) const {
     double width = 0;
-    for (const TableEntry& t : c_.tables) width += t.table.dim;
+    for (int t : sections_[section].tables)
+      if (plan_.tables[static_cast<std::size_t>(t)].holds(rank)) width += c_.tables[static_cast<std::size_t>(t)].table.dim;
     return width * c_.global_batch * act_bytes_;
   }
+  /// Table-row-wise's cross-node all-to-all between the ranks of one local index: after the
+  /// node's reduce-scatter each holds its node's sums for those ranks' samples, and sends each
+  /// peer its b samples (TorchRec's TwRwPooledEmbeddingDist).
+  Bytes cross_a2a_bytes(std::size_t section) const {
+    std::vector<Bytes> shares;
+    for (int first : node_firsts_) shares.push_back(reduce_scatter_bytes(section, first) / c_.global_batch * batch_);
+    return max_of_max(shares);
+  }
 
+  /// Table-row-wise's groups: the ranks of each node, and the ranks of each local index.
+  void add_node_groups() {
+    std::map<int, std::vector<int>> by_node;
+    for (int r = 0; r < n_; ++r) by_node[job_.node_of(r)].push_back(r);
+    ProcessGroup node{"embedding_node", {}, std::vector<int>(static_cast<std::size_t>(n_), -1)};
+    ProcessGroup cross{"embedding_cross", {}, std::vector<int>(static_cast<std::size_t>(n_), -1)};
+    const std::size_t local = by_node.begin()->second.size();  // every node alike (plan_sharding checks)
+    cross.subgroups.resize(local);
+    for (const auto& [id, ranks] : by_node) {
+      node_firsts_.push_back(ranks.front());
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        node.subgroup_of_rank[static_cast<std::size_t>(ranks[i])] = static_cast<int>(node.subgroups.size());
+        cross.subgroup_of_rank[static_cast<std::size_t>(ranks[i])] = static_cast<int>(i);
+        cross.subgroups[i].push_back(ranks[i]);
+      }
+      node.subgroups.push_back(ranks);
+    }
+    trace_.group(node);
+    trace_.group(cross);
+  }
+
+  /// The collectives that hand a section's pooled values to the ranks that train on them
+  /// (forward) or return their gradients (backward), on the exchange's stream.
+  void exchange(RankBuilder& rank, int r, std::size_t section, bool forward) const {
+    const std::string suffix = forward ? "_forward" : "_backward";
+    const std::string name = tag(section);
+    using models::CollectiveOp;
+    switch (sections_[section].kind) {
+      case ShardingKind::table_wise:
+      case ShardingKind::column_wise:
+        rank.collective(kEmbeddingComm, name + "alltoall" + suffix,
+                        call(CollectiveOp::alltoall, a2a_bytes(section), kEmbeddingGroup));
+        return;
+      case ShardingKind::row_wise:
+        rank.collective(kEmbeddingComm, name + (forward ? "reduce_scatter" : "allgather") + suffix,
+                        call(forward ? CollectiveOp::reduce_scatter : CollectiveOp::allgather,
+                             reduce_scatter_bytes(section, r), kEmbeddingGroup));
+        return;
+      case ShardingKind::table_row_wise: {
+        const Bytes node_bytes = reduce_scatter_bytes(section, r);
+        const auto within = [&] {
+          if (node_bytes > 0)
+            rank.collective(kEmbeddingComm, name + (forward ? "node_reduce_scatter" : "node_allgather") + suffix,
+                            call(forward ? CollectiveOp::reduce_scatter : CollectiveOp::allgather, node_bytes,
+                                 kNodeGroup));
+        };
+        const auto across = [&] {
+          if (node_firsts_.size() > 1)
+            rank.collective(kEmbeddingComm, name + "cross_alltoall" + suffix,
+                            call(CollectiveOp::alltoall, cross_a2a_bytes(section), kCrossGroup));
+        };
+        if (forward) within(), across();
+        else across(), within();
+        return;
+      }
+      case ShardingKind::data_parallel: return;
+    }
+  }
+
+  /// The rank's lookups, grouped by section and then by alike shards.
   std::vector<LookupGroup> lookups(int rank) const {
     std::vector<LookupGroup> groups;
-    for (int t : plan_.tables_of_rank[static_cast<std::size_t>(rank)]) {
-      const TableEntry& entry = c_.tables[static_cast<std::size_t>(t)];
-      const double rows = plan_.rows_of(entry.table, rank);
-      const int dim = plan_.dim_of(entry.table, rank);
-      if (rows <= 0 || dim <= 0) continue;  // the last blocks of a small table may be empty
-      // A row-wise shard receives the share of the lookups that hit its rows; indices are
-      // assumed spread over the rows (hashed), so the shard's reuse is the whole table's, and
-      // each shard is charged the table's hottest row (the one that holds it is not known).
-      LookupGroup g{1, rows, dim, entry.table.pooling * rows / entry.table.rows, histograms_[static_cast<std::size_t>(t)],
-                    hottest_[static_cast<std::size_t>(t)]};
-      auto it = std::find(groups.begin(), groups.end(), g);
-      if (it == groups.end()) groups.push_back(std::move(g));
-      else it->tables += 1;
-    }
+    for (std::size_t s = 0; s < sections_.size(); ++s)
+      for (int t : plan_.tables_of_rank[static_cast<std::size_t>(rank)]) {
+        const TableEntry& entry = c_.tables[static_cast<std::size_t>(t)];
+        if (plan_.tables[static_cast<std::size_t>(t)].kind != sections_[s].kind) continue;
+        const double rows = rows_on(t, rank);
+        const int dim = dim_on(t, rank);
+        if (rows <= 0 || dim <= 0) continue;  // the last blocks of a small table may be empty
+        // A row-wise shard receives the share of the lookups that hit its rows; indices are
+        // assumed spread over the rows (hashed), so the shard's reuse is the whole table's, and
+        // each shard is charged the table's hottest row (the one that holds it is not known).
+        LookupGroup g{1,
+                      rows,
+                      dim,
+                      entry.table.pooling * rows / entry.table.rows,
+                      histograms_[static_cast<std::size_t>(t)],
+                      hottest_[static_cast<std::size_t>(t)],
+                      s,
+                      lookup_batch(t),
+                      sections_[s].kind == ShardingKind::data_parallel};
+        auto it = std::find(groups.begin(), groups.end(), g);
+        if (it == groups.end()) groups.push_back(std::move(g));
+        else it->tables += 1;
+      }
     return groups;
   }
 
@@ -331,12 +462,14 @@ class DlrmBuilder {
     // TorchRec's pipeline distributes the next batch's indices while this one trains: the KJT
     // all-to-alls (lengths, then indices) go first on the exchange's communicator, so the pooled
     // embeddings' all-to-all queues behind them.
-    if (c_.input_all_to_all && n_ > 1 && plan_.kind != ShardingKind::data_parallel) {
-      rank.collective(kEmbeddingComm, "input_dist.lengths",
-                      call(models::CollectiveOp::alltoall, input_a2a_bytes(false), kEmbeddingGroup));
-      rank.collective(kEmbeddingComm, "input_dist.indices",
-                      call(models::CollectiveOp::alltoall, input_a2a_bytes(true), kEmbeddingGroup));
-    }
+    if (c_.input_all_to_all)
+      for (std::size_t s = 0; s < sections_.size(); ++s) {
+        if (!exchanges(s)) continue;
+        rank.collective(kEmbeddingComm, tag(s) + "input_dist.lengths",
+                        call(models::CollectiveOp::alltoall, input_a2a_bytes(s, false), kEmbeddingGroup));
+        rank.collective(kEmbeddingComm, tag(s) + "input_dist.indices",
+                        call(models::CollectiveOp::alltoall, input_a2a_bytes(s, true), kEmbeddingGroup));
+      }
 
     // Forward. Every bottom layer and all top layers but the last end in a ReLU; with
     // mlp_epilogue fused, bias and ReLU are in the GEMM's epilogue.
@@ -347,49 +480,49 @@ class DlrmBuilder {
       }
     const double embedding_bytes = models::bytes_of(c_.embedding_dtype);
     double local_values = 0;  // pooled values of this rank's tables for the lookup batch
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      const double values = lookup_batch_ * groups[g].tables * groups[g].dim;
-      local_values += values;
-      if (c_.torch_embedding_bag) {
-        for (double t = 0; t < groups[g].tables; ++t) rank.kernel("embedding_forward" + suffix(g), torch_bag(groups[g]));
-        continue;
-      }
-      rank.kernel("embedding_forward" + suffix(g), embedding("embedding_forward", groups[g], lookup_batch_));
-      // PyTorch's embedding ops return the weights' fp32; under AMP the pooled rows are cast to
-      // fp16 for the all-to-all (fused kernels such as FBGEMM's write fp16 directly).
-      if (sparse_gradient() && act_bytes_ < 4 && !joint_sparse(groups))
-        rank.kernel("embedding_output_cast" + suffix(g), pass_spec(values, 4, act_bytes_));
-    }
-    if (joint_sparse(groups) && act_bytes_ < 4)
-      rank.kernel("embedding_output_cast", pass_spec(local_values, 4, act_bytes_));
-    // PyTorch's per-table outputs are stacked into one tensor (a copy), then cast under AMP.
-    if (c_.torch_embedding_bag && local_values > 0) {
-      if (plan_.tables_of_rank[static_cast<std::size_t>(r)].size() > 1)
-        rank.kernel("embedding_stack", pass_spec(local_values, embedding_bytes, embedding_bytes));
-      if (act_bytes_ < embedding_bytes)
-        rank.kernel("embedding_output_cast", pass_spec(local_values, embedding_bytes, act_bytes_));
-    }
-    const std::string exchange = plan_.kind == ShardingKind::row_wise ? "reduce_scatter" : "alltoall";
-    const bool exchanges = n_ > 1 && plan_.kind != ShardingKind::data_parallel;
-    const CollectiveCall forward_call =
-        plan_.kind == ShardingKind::row_wise
-            ? call(models::CollectiveOp::reduce_scatter, reduce_scatter_bytes(), kEmbeddingGroup)
-            : call(models::CollectiveOp::alltoall, n_ > 1 ? a2a_bytes() : 0, kEmbeddingGroup);
-    // NVIDIA DLE's hybrid parallel moves tensors with PyTorch ops around its all-to-all
-    // (dlrm/nn/parts.py DlrmBottom, dlrm/model/distributed.py BottomToTop): a rank that holds the
-    // bottom MLP and tables concatenates their outputs before it (a rank's joint embedding is
-    // one tensor already), the received vectors are concatenated after it, and the gradient is
-    // split into contiguous pieces before the backward one; each is a copy (read and write).
-    const bool dle_exchange = exchanges && c_.bottom_on_rank0;
-    const double sent_values = lookup_batch_ * a2a_width(r);
+    // Per section (TorchRec: per sharding kind) the lookups, then its exchange, so the next
+    // section's lookups run while it is in flight.
+    const bool dle_exchange = any_exchange() && c_.bottom_on_rank0;
     const double received_values = b * (features() + 1) * c_.embedding_dim;
-    if (dle_exchange && has_bottom(r) && !groups.empty())
-      rank.kernel("exchange_input_cat", pass_spec(sent_values, act_bytes_, act_bytes_));
-    if (exchanges) {
-      rank.handoff(kCompute, kEmbeddingComm, "pooled_embeddings_ready");
-      rank.collective(kEmbeddingComm, exchange + "_forward", forward_call);
-      rank.handoff(kEmbeddingComm, kCompute, exchange + "_forward_done");
+    for (std::size_t s = 0; s < sections_.size(); ++s) {
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        if (groups[g].section != s) continue;
+        const double values = groups[g].batch * groups[g].tables * groups[g].dim;
+        local_values += values;
+        if (c_.torch_embedding_bag) {
+          for (double t = 0; t < groups[g].tables; ++t)
+            rank.kernel("embedding_forward" + suffix(g), torch_bag(groups[g]));
+          continue;
+        }
+        rank.kernel("embedding_forward" + suffix(g), embedding("embedding_forward", groups[g], groups[g].batch));
+        // PyTorch's embedding ops return the weights' fp32; under AMP the pooled rows are cast to
+        // fp16 for the all-to-all (fused kernels such as FBGEMM's write fp16 directly).
+        if (sparse_gradient() && act_bytes_ < 4 && !joint_sparse(groups))
+          rank.kernel("embedding_output_cast" + suffix(g), pass_spec(values, 4, act_bytes_));
+      }
+      if (s + 1 == sections_.size()) {  // one section only, where these apply (dlrm_config refuses the rest)
+        if (joint_sparse(groups) && act_bytes_ < 4)
+          rank.kernel("embedding_output_cast", pass_spec(local_values, 4, act_bytes_));
+        // PyTorch's per-table outputs are stacked into one tensor (a copy), then cast under AMP.
+        if (c_.torch_embedding_bag && local_values > 0) {
+          if (plan_.tables_of_rank[static_cast<std::size_t>(r)].size() > 1)
+            rank.kernel("embedding_stack", pass_spec(local_values, embedding_bytes, embedding_bytes));
+          if (act_bytes_ < embedding_bytes)
+            rank.kernel("embedding_output_cast", pass_spec(local_values, embedding_bytes, act_bytes_));
+        }
+        // NVIDIA DLE's hybrid parallel moves tensors with PyTorch ops around its all-to-all
+        // (dlrm/nn/parts.py DlrmBottom, dlrm/model/distributed.py BottomToTop): a rank that holds
+        // the bottom MLP and tables concatenates their outputs before it (a rank's joint embedding
+        // is one tensor already), the received vectors are concatenated after it, and the gradient
+        // is split into contiguous pieces before the backward one; each is a copy (read and write).
+        if (dle_exchange && has_bottom(r) && !groups.empty())
+          rank.kernel("exchange_input_cat", pass_spec(c_.global_batch * exchange_width(r, s), act_bytes_, act_bytes_));
+      }
+      if (!exchanges(s)) continue;
+      rank.handoff(kCompute, kEmbeddingComm, tag(s) + "pooled_embeddings_ready");
+      exchange(rank, r, s, true);
     }
+    if (any_exchange()) rank.handoff(kEmbeddingComm, kCompute, "exchange_forward_done");
     if (dle_exchange) rank.kernel("exchange_output_cat", pass_spec(received_values, act_bytes_, act_bytes_));
     const double vectors = features() + 1;
     const double dim = c_.embedding_dim;
@@ -473,58 +606,65 @@ class DlrmBuilder {
         rank.kernel("bottom_output.grad_add", strided(pass_spec(b * dim, 2 * act_bytes_, act_bytes_)));
       }
     }
-    if (exchanges) {
-      const CollectiveCall backward_call =
-          plan_.kind == ShardingKind::row_wise
-              ? call(models::CollectiveOp::allgather, forward_call.bytes, kEmbeddingGroup)
-              : forward_call;
-      const std::string back = plan_.kind == ShardingKind::row_wise ? "allgather" : "alltoall";
+    // The exchanges backward, later sections first (autograd runs the newest node first); each
+    // section's embedding backward waits for its own.
+    std::vector<int> exchanged(sections_.size(), -1);  // per section, the event after its exchange
+    if (any_exchange()) {
       // BottomToTop.backward: each piece of the split is a column slice, made contiguous.
       if (dle_exchange)
         rank.kernel("exchange_grad_split", strided(pass_spec(received_values, act_bytes_, act_bytes_)));
       rank.handoff(kCompute, kEmbeddingComm, "embedding_grads_ready");
-      rank.collective(kEmbeddingComm, back + "_backward", backward_call);
-      // A data-parallel bottom MLP needs nothing from the exchange, so its backward overlaps
-      // it; on rank 0 alone (NVIDIA) its output gradient arrives through the exchange.
-      if (!c_.bottom_on_rank0) bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op, rank);
-      rank.handoff(kEmbeddingComm, kCompute, back + "_backward_done");
-      if (c_.bottom_on_rank0) bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op, rank);
-    } else {
-      bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op, rank);
+      for (std::size_t s = sections_.size(); s-- > 0;) {
+        if (!exchanges(s)) continue;
+        exchange(rank, r, s, false);
+        exchanged[s] = rank.record(kEmbeddingComm, tag(s) + "exchange_backward_done");
+      }
     }
-    if (plan_.kind != ShardingKind::data_parallel) buckets.flush();  // the bottom MLP's were the last
+    const auto wait_exchange = [&](std::size_t s) {
+      if (exchanged[s] >= 0) rank.wait(kCompute, exchanged[s]);
+      exchanged[s] = -1;
+    };
+    // A data-parallel bottom MLP needs nothing from the exchange, so its backward overlaps it; on
+    // rank 0 alone (NVIDIA) its output gradient arrives through the exchange.
+    if (c_.bottom_on_rank0)
+      for (std::size_t s = 0; s < sections_.size(); ++s) wait_exchange(s);
+    bottom_backward(r, bottom, bb, buckets, dense_params, gemm_op, rank);
+    if (!has_kind(ShardingKind::data_parallel)) buckets.flush();  // the bottom MLP's were the last
     const bool sparse = sparse_gradient();
     // PyTorch's stacked gradient (DLE's joint one) is cast back to the tables' type once.
+    if (c_.torch_embedding_bag || joint_sparse(groups))
+      for (std::size_t s = 0; s < sections_.size(); ++s) wait_exchange(s);
     if (c_.torch_embedding_bag && !groups.empty() && act_bytes_ < embedding_bytes)
       rank.kernel("embedding_grad_cast", widening_cast(local_values, act_bytes_, embedding_bytes));
     if (joint_sparse(groups) && act_bytes_ < 4)
       rank.kernel("embedding_grad_cast", widening_cast(local_values, act_bytes_, 4));
     for (std::size_t g = 0; g < groups.size(); ++g) {
+      wait_exchange(groups[g].section);
       if (c_.torch_embedding_bag) {
         // nn.EmbeddingBag's sparse backward per table: an index_select of the pooled gradient by
         // offset2bag, one row per lookup.
         for (double t = 0; t < groups[g].tables; ++t)
-          rank.kernel("embedding_grad_rows" + suffix(g), gather_spec(lookup_batch_ * groups[g].pooling, groups[g].dim));
+          rank.kernel("embedding_grad_rows" + suffix(g), gather_spec(groups[g].batch * groups[g].pooling, groups[g].dim));
       } else if (sparse) {
         // PyTorch's sparse COO gradient: the pooled gradient (cast back to the fp32 weights'
         // type under AMP), one row per lookup (a view for one-hot features, a copy for bags).
-        const double pooled = lookup_batch_ * groups[g].tables * groups[g].dim;
+        const double pooled = groups[g].batch * groups[g].tables * groups[g].dim;
         if (act_bytes_ < 4 && !joint_sparse(groups))
           rank.kernel("embedding_grad_cast" + suffix(g), widening_cast(pooled, act_bytes_, 4));
         if (groups[g].pooling > 1)
           rank.kernel("embedding_grad_rows" + suffix(g),
-                      gather_spec(lookup_batch_ * groups[g].tables * groups[g].pooling, groups[g].dim));
+                      gather_spec(groups[g].batch * groups[g].tables * groups[g].pooling, groups[g].dim));
       } else {
         // FBGEMM's / NVIDIA's fused backward applies the optimizer to the looked-up rows in the
         // same kernel, reading and writing their optimizer state beside them.
-        KernelSpec backward = embedding("embedding_backward", groups[g], lookup_batch_);
+        KernelSpec backward = embedding("embedding_backward", groups[g], groups[g].batch);
         if (const double state = optimizer_state_bytes(c_.embedding_optimizer, groups[g].dim); state > 0)
           backward.params["state_bytes"] = state;
         rank.kernel("embedding_backward" + suffix(g), std::move(backward));
       }
       // Replicated tables (TorchRec's data_parallel) get dense gradients that DDP allreduces
       // with the MLPs' and a separate optimizer step.
-      if (plan_.kind == ShardingKind::data_parallel) {
+      if (groups[g].replicated) {
         const double params = groups[g].tables * groups[g].rows * groups[g].dim;
         buckets.add(params * models::bytes_of(c_.embedding_dtype));
         dense_params += params;
@@ -555,7 +695,7 @@ class DlrmBuilder {
   }
 
   bool sparse_gradient() const {
-    return c_.sparse_embedding_gradient && plan_.kind != ShardingKind::data_parallel;
+    return c_.sparse_embedding_gradient && !has_kind(ShardingKind::data_parallel);
   }
 
   /// The optimizer steps. Inside the graph, or (graph_scope forward_backward, NVIDIA DLE's
@@ -593,7 +733,7 @@ class DlrmBuilder {
     }
     launch("optimizer", optimizer_spec(dense_params));
     if (sparse_gradient()) {
-      const auto values_of = [&](const LookupGroup& g) { return lookup_batch_ * g.tables * g.pooling * g.dim; };
+      const auto values_of = [&](const LookupGroup& g) { return g.batch * g.tables * g.pooling * g.dim; };
       if (c_.torch_embedding_bag) {
         // GradScaler unscales every table's values in one multi-tensor pass; torch.optim.SGD then
         // adds each table's sparse gradient with index_add_(alpha = -lr). The harness's trace
@@ -607,7 +747,7 @@ class DlrmBuilder {
         for (std::size_t g = 0; g < groups.size(); ++g)
           for (double t = 0; t < groups[g].tables; ++t)
             launch("embedding_sgd" + suffix(g),
-                   index_add_spec(lookup_batch_ * groups[g].pooling, groups[g].dim, groups[g].hottest));
+                   index_add_spec(groups[g].batch * groups[g].pooling, groups[g].dim, groups[g].hottest));
       } else {
         // NVIDIA DLE: scaler.unscale_(embedding_optimizer), then its step() without an inf check,
         // once for the rank's joint parameter (joint_sparse), else once per group.
@@ -622,7 +762,7 @@ class DlrmBuilder {
           launch("embedding_grad_scale_lr" + tag, pass_spec(values, 4, 4));
           launch("embedding_sgd" + tag, index_add_spec(rows, dim, hottest));
         };
-        const auto rows_of = [&](const LookupGroup& g) { return lookup_batch_ * g.tables * g.pooling; };
+        const auto rows_of = [&](const LookupGroup& g) { return g.batch * g.tables * g.pooling; };
         if (joint_sparse(groups)) {
           // One index_add over the joint parameter: its hottest row is the hottest of any table.
           double values = 0, rows = 0, hottest = 0;
@@ -669,7 +809,7 @@ class DlrmBuilder {
     };
     upload("input.labels", c_.global_batch * 4.0);
     double indices = 0;
-    for (const LookupGroup& g : groups) indices += lookup_batch_ * g.tables * g.pooling;
+    for (const LookupGroup& g : groups) indices += g.batch * g.tables * g.pooling;
     if (indices > 0) upload("input.categorical", indices * 8);
     if (has_bottom(r)) {
       const double dense = bottom_batch() * c_.dense_features;
@@ -752,7 +892,7 @@ class DlrmBuilder {
   /// One table's nn.EmbeddingBag forward.
   KernelSpec torch_bag(const LookupGroup& g) const {
     return KernelSpec{"torch_embedding_bag", c_.embedding_dtype,
-                      {{"batch", lookup_batch_}, {"rows", g.rows}, {"dim", static_cast<double>(g.dim)},
+                      {{"batch", g.batch}, {"rows", g.rows}, {"dim", static_cast<double>(g.dim)},
                        {"pooling", g.pooling}},
                       {}};
   }
@@ -801,10 +941,7 @@ class DlrmBuilder {
                       {{"elements", samples}, {"bytes_read", act_bytes_ + 4}, {"bytes_written", act_bytes_}, {"flops", 6}},
                       {}};
   }
-  // Plain SGD on fp32 dense parameters (AMP keeps fp32 master weights): read weight and
-  // gradient, write the weight, one multiply-add; one fused multi-tensor kernel (apex FusedSGD).
-  /// apex FusedSGD / torch.optim.SGD's foreach step over the dense parameters.
-  /// The dense parameters' fused multi-tensor step: SGD reads the weight and its gradient and
+  /// The dense parameters' (fp32: AMP keeps fp32 master weights) fused multi-tensor step: SGD reads the weight and its gradient and
   /// writes the weight; Adagrad also reads and writes its accumulator, Adam both moments (fp32).
   KernelSpec optimizer_spec(double params) const {
     const double state = optimizer_state_bytes(c_.optimizer, 1);
@@ -812,25 +949,42 @@ class DlrmBuilder {
   }
 
   void add_notes() {
-    std::string plan = std::string("embeddings ") + to_string(plan_.kind);
-    if (plan_.kind == ShardingKind::table_wise) plan += " by planner " + plan_.planner;
+    const std::optional<ShardingKind> kind = plan_.kind();
+    std::string plan = "embeddings ";
+    if (kind) {
+      plan += to_string(*kind);
+    } else {
+      plan += "per table (sharding.plan):";
+      for (const Section& s : sections_)
+        plan += fmt::format(" {} {}{}", s.tables.size(), to_string(s.kind), &s == &sections_.back() ? "" : ",");
+      plan += ", each kind looked up and exchanged on its own";
+    }
+    if (kind == ShardingKind::table_wise) plan += " by planner " + plan_.planner;
     else if (doc_["sharding"] && doc_["sharding"]["planner"]) plan += " (sharding.planner unused: no whole tables)";
     if (c_.plan == "auto") plan += " (plan: auto picked it: " +
-                                   std::string(plan_.kind == ShardingKind::table_wise ? "whole tables fit"
-                                                                                      : "whole tables do not fit") +
+                                   std::string(kind == ShardingKind::table_wise ? "whole tables fit"
+                                                                               : "whole tables do not fit") +
                                    ")";
     trace_.note(plan + "; per rank: " + describe_ranks());
-    if (plan_.kind == ShardingKind::table_wise) trace_.note(describe_placement());
-    if (n_ > 1 && (plan_.kind == ShardingKind::table_wise || plan_.kind == ShardingKind::column_wise)) {
-      const std::vector<Bytes> s = a2a_shares();
-      if (std::any_of(s.begin(), s.end(), [&](Bytes si) { return si != s.front(); }))
-        trace_.note("ranks send unequal pooled-embedding shares; every all-to-all uses Lin et al.'s \"max of "
-                        "max\" size " + mb(a2a_bytes()) +
+    if (kind == ShardingKind::table_wise) trace_.note(describe_placement());
+    for (std::size_t s = 0; s < sections_.size(); ++s) {
+      if (!exchanges(s) || (sections_[s].kind != ShardingKind::table_wise && sections_[s].kind != ShardingKind::column_wise))
+        continue;
+      const std::vector<Bytes> shares = a2a_shares(s);
+      if (std::any_of(shares.begin(), shares.end(), [&](Bytes si) { return si != shares.front(); }))
+        trace_.note("ranks send unequal pooled-embedding shares; " + std::string(sections_.size() > 1 ? "the " + tag(s) : "every ") +
+                        "all-to-all uses Lin et al.'s \"max of max\" size " + mb(a2a_bytes(s)) +
                         " (n/(n-1) x the most bytes any rank sends or receives), so the busiest rank is timed");
     }
-    if (plan_.kind == ShardingKind::row_wise)
-      trace_.note("row-wise: every rank looks up its row block of every table for the whole batch; the partial "
-                      "pooled sums are reduce-scattered forward and their gradients all-gathered backward");
+    if (has_kind(ShardingKind::row_wise))
+      trace_.note("row-wise: every rank looks up its row block of every row-wise table for the whole batch; the "
+                      "partial pooled sums are reduce-scattered forward and their gradients all-gathered backward");
+    if (has_kind(ShardingKind::table_row_wise))
+      trace_.note(fmt::format("table-row-wise (TorchRec's TwRw): the ranks of a table's node look up its row blocks for "
+                              "the whole batch; the partial sums are reduce-scattered within the node, then exchanged "
+                              "by an all-to-all among the {} ranks of each local index (the cross-node all-to-all "
+                              "first, then the node's all-gather, backward)",
+                              node_firsts_.size()));
     if (c_.bottom_on_rank0)
       trace_.note("bottom MLP on rank 0 over the global batch (NVIDIA DeepLearningExamples); its output joins "
                       "the all-to-all and its gradients are not allreduced");
@@ -879,10 +1033,15 @@ class DlrmBuilder {
     if (c_.interaction == "dot" && !c_.fused_interaction)
       trace_.note("dot interaction as PyTorch runs it: cat, bmm, index_select of the lower triangle and cat "
                       "forward; the index_select's index_add, both bmm gradients and their sums backward");
-    if (c_.input_all_to_all && n_ > 1 && plan_.kind != ShardingKind::data_parallel)
+    if (c_.input_all_to_all && any_exchange()) {
+      Bytes lengths = 0, indices = 0;
+      for (std::size_t s = 0; s < sections_.size(); ++s)
+        if (exchanges(s)) lengths += input_a2a_bytes(s, false), indices += input_a2a_bytes(s, true);
       trace_.note(fmt::format("input distribution: TorchRec's KJT all-to-alls of the next batch's lengths ({}) and "
-                              "int64 indices ({}) at the iteration's start on the exchange's communicator",
-                              format_size(input_a2a_bytes(false)), format_size(input_a2a_bytes(true))));
+                              "int64 indices ({}{}) at the iteration's start on the exchange's communicator",
+                              format_size(lengths), format_size(indices),
+                              sections_.size() > 1 ? ", summed over the kinds' own all-to-alls" : ""));
+    }
     if (c_.optimizer != DlrmOptimizer::sgd || c_.embedding_optimizer != DlrmOptimizer::sgd)
       trace_.note(fmt::format("optimizers: {} for the MLPs (one fused multi-tensor step, fp32 state read and written), "
                               "{} for the tables (in FBGEMM's fused backward: each looked-up row's fp32 state read "
@@ -908,7 +1067,7 @@ class DlrmBuilder {
                                   "torch.cuda.synchronize",
                                   iteration_start_time() * 1e6,
                                   grad_scaler_outside_graph() ? "GradScaler's update, " : ""));
-    if (c_.bottom_on_rank0 && n_ > 1 && plan_.kind != ShardingKind::data_parallel)
+    if (c_.bottom_on_rank0 && any_exchange())
       trace_.note("NVIDIA DLE's exchange copies (one read and write each): a rank's vectors concatenated before the "
                       "all-to-all, the received ones after it, the gradient split into contiguous pieces before the "
                       "backward one");
@@ -929,7 +1088,7 @@ class DlrmBuilder {
       for (int t : plan_.tables_of_rank[static_cast<std::size_t>(r)]) {
         const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
         rank_of[static_cast<std::size_t>(t)] = r;
-        lookup[static_cast<std::size_t>(r)] += lookup_batch_ * table.pooling * table.dim * table.element_bytes;
+        lookup[static_cast<std::size_t>(r)] += lookup_batch(t) * table.pooling * table.dim * table.element_bytes;
       }
     std::string ranks, bytes;
     for (std::size_t t = 0; t < rank_of.size(); ++t) ranks += (t ? "," : "") + std::to_string(rank_of[t]);
@@ -946,9 +1105,10 @@ class DlrmBuilder {
       }
       if (r > 0) out += ", ";
       out += std::to_string(r);
-      out += plan_.kind == ShardingKind::table_wise
-                 ? ": " + std::to_string(plan_.tables_of_rank[static_cast<std::size_t>(r)].size()) + " tables "
-                 : std::string(": a shard of every table ");
+      const std::size_t held = plan_.tables_of_rank[static_cast<std::size_t>(r)].size();
+      if (plan_.kind() == ShardingKind::table_wise) out += ": " + std::to_string(held) + " tables ";
+      else if (plan_.kind()) out += ": a shard of every table ";
+      else out += ": " + std::to_string(held) + " tables or shards ";
       out += gb(plan_.bytes_of_rank[static_cast<std::size_t>(r)]);
     }
     return out;
@@ -962,8 +1122,9 @@ class DlrmBuilder {
   TraceBuilder trace_;
   ShardingPlan plan_;
   int batch_ = 0;
-  double lookup_batch_ = 0;
-  std::vector<std::vector<double>> histograms_;  // per table, for lookup_batch_ samples
+  std::vector<Section> sections_;
+  std::vector<int> node_firsts_;                 // table_row_wise: the first rank of every node
+  std::vector<std::vector<double>> histograms_;  // per table, for lookup_batch(t) samples
   std::vector<double> hottest_;                  // per table: lookups of its hottest row
   Bytes act_bytes_ = 4;
   int buckets_ = 0;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <optional>
 
 #include "platforms/config_error.hpp"
 
@@ -118,6 +120,13 @@ class ConfigReader {
     if (c_.torch_embedding_bag && c_.plan == "data_parallel")
       r_.fail("model.embedding_kernel", kernel, "embedding_kernel: torch models sharded tables, not replicated ones",
               "use embedding_kernel: fused, or another sharding.plan");
+    // TorchRec's per-table plans run FBGEMM's fused kernels; PyTorch's own and DLE's sparse
+    // gradients are modelled for one sharding type of sharded tables.
+    if (c_.plan == "per_table" && (c_.torch_embedding_bag || c_.sparse_embedding_gradient))
+      r_.fail("sharding.plan", doc_["sharding"]["plan"],
+              std::string("a per-table plan of several sharding types is modelled with FBGEMM's fused kernels, not ") +
+                  (c_.torch_embedding_bag ? "model.embedding_kernel: torch" : "training.embedding_gradient: sparse"),
+              "use embedding_kernel: fused and embedding_gradient: fused, or one sharding type for every table");
     return c_;
   }
 
@@ -406,8 +415,8 @@ class ConfigReader {
       c_.bottom_on_rank0 = r_.get_choice(s["bottom_mlp"], path + ".bottom_mlp", {"data_parallel", "rank0"}) == "rank0";
       if (c_.bottom_on_rank0 && c_.plan != "table_wise" && c_.plan != "column_wise")
         r_.fail(path + ".bottom_mlp", s["bottom_mlp"],
-                "bottom_mlp: rank0 sends the bottom MLP's output through the embedding all-to-all, which plan " +
-                    c_.plan + " does not have",
+                "bottom_mlp: rank0 sends the bottom MLP's output through the one embedding all-to-all, which plan " +
+                    c_.plan + " does not have" + (c_.plan == "per_table" ? " (one exchange per sharding type)" : ""),
                 "use plan: table_wise or column_wise, or bottom_mlp: data_parallel");
     }
     // Whether the exchange and DDP's allreduce have communicators of their own (TorchRec), or share
@@ -426,12 +435,20 @@ class ConfigReader {
   }
 
   /// A plan listed per table as TorchRec prints one: `[{table: I, type: table_wise, ranks: [r]},
-  /// ...]`, every table once. Whole tables on one rank each become the placement; tables split
-  /// by other types in one plan are not modelled yet (one type for all tables is, as a name).
+  /// ...]`, every table once. A plan of whole tables only becomes the placement; any other is
+  /// kept per table (`ranks` may be left out for row_wise and data_parallel: every rank), and its
+  /// ranks are checked against the job by plan_sharding.
   void read_table_plans(const YAML::Node& list, const std::string& path, const YAML::Node& placement) {
     if (placement)
       r_.fail(path, list, "a per-table plan already places every table", "drop sharding.placement");
-    std::vector<int> rank_of(c_.tables.size(), -1);
+    const std::map<std::string, ShardingKind> kinds = {{"table_wise", ShardingKind::table_wise},
+                                                       {"row_wise", ShardingKind::row_wise},
+                                                       {"column_wise", ShardingKind::column_wise},
+                                                       {"table_row_wise", ShardingKind::table_row_wise},
+                                                       {"data_parallel", ShardingKind::data_parallel}};
+    std::vector<std::string> names;
+    for (const auto& [name, kind] : kinds) names.push_back(name);
+    std::vector<std::optional<TableSharding>> plan(c_.tables.size());
     for (std::size_t i = 0; i < list.size(); ++i) {
       const std::string at = path + "[" + std::to_string(i) + "]";
       const YAML::Node entry = list[i];
@@ -442,26 +459,31 @@ class ConfigReader {
         r_.fail(at + ".table", entry["table"],
                 "table " + std::to_string(table) + " is not one of the model's " + std::to_string(c_.tables.size()),
                 "number tables from 0 in model.tables order");
-      if (rank_of[static_cast<std::size_t>(table)] >= 0)
+      if (plan[static_cast<std::size_t>(table)])
         r_.fail(at + ".table", entry["table"], "table " + std::to_string(table) + " is planned twice",
                 "list every table once");
-      const std::string type = r_.get_choice(r_.require(entry, at, "type"), at + ".type",
-                                             {"table_wise", "row_wise", "column_wise", "table_row_wise", "data_parallel"});
-      if (type != "table_wise")
-        r_.fail(at + ".type", entry["type"], "per-table plans other than table_wise are not modelled yet",
-                "use sharding.plan: " + (type == "table_row_wise" ? std::string("row_wise") : type) +
-                    " for every table, or place this table whole on one rank");
-      const YAML::Node ranks = r_.require(entry, at, "ranks");
-      if (!ranks.IsSequence() || ranks.size() != 1)
+      TableSharding sharding;
+      sharding.kind = kinds.at(r_.get_choice(r_.require(entry, at, "type"), at + ".type", names));
+      const bool spans_job = sharding.kind == ShardingKind::row_wise || sharding.kind == ShardingKind::data_parallel;
+      const YAML::Node ranks = spans_job ? entry["ranks"] : r_.require(entry, at, "ranks");
+      if (ranks && (!ranks.IsSequence() || ranks.size() == 0))
+        r_.fail(at + ".ranks", ranks, "expected a non-empty list of ranks", "write e.g. ranks: [0, 1]");
+      for (std::size_t k = 0; ranks && k < ranks.size(); ++k)
+        sharding.ranks.push_back(r_.get_int(ranks[k], at + ".ranks[" + std::to_string(k) + "]", 0));
+      if (sharding.kind == ShardingKind::table_wise && sharding.ranks.size() != 1)
         r_.fail(at + ".ranks", ranks, "a table_wise table lives on exactly one rank", "write e.g. ranks: [1]");
-      rank_of[static_cast<std::size_t>(table)] = r_.get_int(ranks[0], at + ".ranks[0]", 0);
+      plan[static_cast<std::size_t>(table)] = sharding;
     }
-    for (std::size_t t = 0; t < rank_of.size(); ++t)
-      if (rank_of[t] < 0)
+    for (std::size_t t = 0; t < plan.size(); ++t)
+      if (!plan[t])
         r_.fail(path, list, "table " + std::to_string(t) + " (" + c_.tables[t].table.name + ") is not planned",
                 "add {table: " + std::to_string(t) + ", type: table_wise, ranks: [R]}");
-    c_.plan = "table_wise";
-    c_.placement = rank_of;
+    const bool whole = std::all_of(plan.begin(), plan.end(), [](const auto& p) { return p->kind == ShardingKind::table_wise; });
+    for (const auto& p : plan) {
+      if (whole) c_.placement.push_back(p->ranks.front());
+      else c_.table_plan.push_back(*p);
+    }
+    c_.plan = whole ? "table_wise" : "per_table";
   }
 
   /// A YAML list of ranks, or (as `-p workload.sharding.placement=[0,1,1,0]` sets it) one

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -45,13 +46,10 @@ std::vector<std::string> planner_names() {
   return names;
 }
 
-/// Bytes per rank of a table-wise assignment.
-std::vector<Bytes> table_wise_bytes(const std::vector<EmbeddingTable>& tables,
-                                    const std::vector<std::vector<int>>& tables_of_rank) {
-  std::vector<Bytes> bytes(tables_of_rank.size(), 0);
-  for (std::size_t r = 0; r < tables_of_rank.size(); ++r)
-    for (int t : tables_of_rank[r]) bytes[r] += tables[static_cast<std::size_t>(t)].bytes();
-  return bytes;
+std::vector<int> all_ranks(int ranks) {
+  std::vector<int> all(static_cast<std::size_t>(ranks));
+  std::iota(all.begin(), all.end(), 0);
+  return all;
 }
 
 /// What a rank may store: GPU memory minus the reserve (infinite when unchecked).
@@ -86,6 +84,18 @@ std::string overflow_fix(const ShardingRequest& request) {
                "or pick a GPU with more memory";
 }
 
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out + "]";
+}
+
+std::string kinds_text(const ShardingPlan& plan) {
+  std::vector<std::string> names;
+  for (ShardingKind k : plan.kinds()) names.push_back(to_string(k));
+  return platforms::join(names);
+}
+
 void check_fits(const ShardingRequest& request, const ShardingPlan& plan) {
   const Bytes capacity = capacity_of(request);
   for (int r = 0; r < plan.ranks; ++r) {
@@ -94,7 +104,7 @@ void check_fits(const ShardingRequest& request, const ShardingPlan& plan) {
       throw ConfigError(request.where,
                         "rank " + std::to_string(r) + " would store " + gb(held) + " of embedding tables and their optimizer state (" +
                             std::to_string(plan.tables_of_rank[static_cast<std::size_t>(r)].size()) + " tables, " +
-                            to_string(plan.kind) + ") but there are only " + capacity_text(request),
+                            kinds_text(plan) + ") but there are only " + capacity_text(request),
                         overflow_fix(request));
   }
 }
@@ -223,6 +233,63 @@ void check_placement(const ShardingRequest& request) {
                         "use ranks 0.." + std::to_string(request.ranks - 1));
 }
 
+/// table_row_wise: the ranks of one node, all of them, on a job whose nodes hold equally many
+/// ranks (TorchRec's intra-node reduce-scatter and cross-node all-to-all need that shape).
+void check_one_node(const ShardingRequest& request, const std::vector<int>& ranks, const std::string& where) {
+  const auto node_of = [&](int r) {
+    return request.node_of_rank.empty() ? 0 : request.node_of_rank[static_cast<std::size_t>(r)];
+  };
+  std::map<int, std::vector<int>> members;
+  for (int r = 0; r < request.ranks; ++r) members[node_of(r)].push_back(r);
+  const std::vector<int>& node = members[node_of(ranks.front())];
+  for (const auto& [n, m] : members)
+    if (m.size() != node.size())
+      throw ConfigError(where, "table_row_wise needs every node to hold as many ranks of the job; node " +
+                                   std::to_string(n) + " holds " + std::to_string(m.size()) + ", others " +
+                                   std::to_string(node.size()),
+                        "allocate the same number of GPUs on every node, or use row_wise");
+  if (ranks != node)
+    throw ConfigError(where, "table_row_wise spreads the table over the ranks of one node, in order",
+                      "list ranks " + ranks_text(node) + " (the node of rank " + std::to_string(ranks.front()) + ")");
+}
+
+/// A plan given per table: one entry per table, its ranks as its kind needs them (empty = every
+/// rank for row_wise and data_parallel).
+std::vector<TableSharding> checked_per_table(const ShardingRequest& request) {
+  if (request.per_table.size() != request.tables.size())
+    throw ConfigError(request.where + ": plan",
+                      "has " + std::to_string(request.per_table.size()) + " entries for " +
+                          std::to_string(request.tables.size()) + " tables",
+                      "plan every table once");
+  const std::vector<int> every = all_ranks(request.ranks);
+  std::vector<TableSharding> out = request.per_table;
+  for (std::size_t t = 0; t < out.size(); ++t) {
+    TableSharding& s = out[t];
+    const std::string where = request.where + ": plan[table " + std::to_string(t) + "].ranks";
+    const std::string kind = to_string(s.kind);
+    const bool spans_job = s.kind == ShardingKind::row_wise || s.kind == ShardingKind::data_parallel;
+    if (s.ranks.empty() && spans_job) s.ranks = every;
+    if (s.ranks.empty())
+      throw ConfigError(where, kind + " needs the ranks that hold the table", "list them, e.g. ranks: [0]");
+    for (int r : s.ranks)
+      if (r < 0 || r >= request.ranks)
+        throw ConfigError(where, "rank " + std::to_string(r) + " is not a rank of this " +
+                                     std::to_string(request.ranks) + "-rank job",
+                          "use ranks 0.." + std::to_string(request.ranks - 1));
+    std::vector<int> sorted = s.ranks;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      throw ConfigError(where, "lists a rank twice", "list each rank that holds a shard once");
+    if (s.kind == ShardingKind::table_wise && s.ranks.size() != 1)
+      throw ConfigError(where, "a table_wise table lives on exactly one rank", "write e.g. ranks: [1]");
+    if (spans_job && sorted != every)
+      throw ConfigError(where, kind + " spreads the table over every rank of the job",
+                        "list ranks 0.." + std::to_string(request.ranks - 1) + " in order, or omit ranks");
+    if (s.kind == ShardingKind::table_row_wise) check_one_node(request, s.ranks, where);
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* to_string(ShardingKind kind) {
@@ -230,6 +297,7 @@ const char* to_string(ShardingKind kind) {
     case ShardingKind::table_wise: return "table_wise";
     case ShardingKind::row_wise: return "row_wise";
     case ShardingKind::column_wise: return "column_wise";
+    case ShardingKind::table_row_wise: return "table_row_wise";
     case ShardingKind::data_parallel: return "data_parallel";
   }
   throw std::logic_error("unknown ShardingKind");
@@ -250,16 +318,39 @@ const std::vector<PlannerInfo>& sharding_planners() {
   return planners;
 }
 
-double ShardingPlan::rows_of(const EmbeddingTable& table, int rank) const {
-  if (kind != ShardingKind::row_wise) return table.rows;
-  const double block = std::ceil(table.rows / ranks);
-  return std::clamp(table.rows - rank * block, 0.0, block);
+int TableSharding::position(int rank) const {
+  const auto it = std::find(ranks.begin(), ranks.end(), rank);
+  return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
 }
 
-int ShardingPlan::dim_of(const EmbeddingTable& table, int rank) const {
+double TableSharding::rows_on(const EmbeddingTable& table, int rank) const {
+  const int at = position(rank);
+  if (at < 0) return 0;
+  if (kind != ShardingKind::row_wise && kind != ShardingKind::table_row_wise) return table.rows;
+  const double block = std::ceil(table.rows / static_cast<double>(ranks.size()));
+  return std::clamp(table.rows - at * block, 0.0, block);
+}
+
+int TableSharding::dim_on(const EmbeddingTable& table, int rank) const {
+  const int at = position(rank);
+  if (at < 0) return 0;
   if (kind != ShardingKind::column_wise) return table.dim;
-  const int block = (table.dim + ranks - 1) / ranks;
-  return std::clamp(table.dim - rank * block, 0, block);
+  const int k = static_cast<int>(ranks.size());
+  const int block = (table.dim + k - 1) / k;
+  return std::clamp(table.dim - at * block, 0, block);
+}
+
+std::vector<ShardingKind> ShardingPlan::kinds() const {
+  std::vector<ShardingKind> out;
+  for (const TableSharding& t : tables)
+    if (std::find(out.begin(), out.end(), t.kind) == out.end()) out.push_back(t.kind);
+  return out;
+}
+
+std::optional<ShardingKind> ShardingPlan::kind() const {
+  const std::vector<ShardingKind> all = kinds();
+  if (all.size() == 1) return all.front();
+  return std::nullopt;
 }
 
 ShardingPlan plan_sharding(const ShardingRequest& request) {
@@ -276,15 +367,17 @@ ShardingPlan plan_sharding(const ShardingRequest& request) {
                         "give every table positive rows, dim and pooling");
   }
   ShardingPlan plan;
-  plan.kind = request.kind;
   plan.ranks = request.ranks;
-  if (!request.placement.empty()) {
+  const std::vector<int> every = all_ranks(request.ranks);
+  if (!request.per_table.empty()) {
+    plan.planner = "per_table";
+    plan.tables = checked_per_table(request);
+  } else if (!request.placement.empty()) {
     check_placement(request);
     plan.planner = "placement";
     plan.tables_of_rank.assign(static_cast<std::size_t>(request.ranks), {});
     for (std::size_t t = 0; t < request.placement.size(); ++t)
       plan.tables_of_rank[static_cast<std::size_t>(request.placement[t])].push_back(static_cast<int>(t));
-    plan.bytes_of_rank = table_wise_bytes(request.tables, plan.tables_of_rank);
   } else if (request.kind == ShardingKind::table_wise) {
     const auto names = planner_names();
     if (std::find(names.begin(), names.end(), request.planner) == names.end())
@@ -292,16 +385,29 @@ ShardingPlan plan_sharding(const ShardingRequest& request) {
                         "use one of: " + platforms::join(names));
     plan.planner = request.planner;
     plan.tables_of_rank = table_wise(request);
-    plan.bytes_of_rank = table_wise_bytes(request.tables, plan.tables_of_rank);
+  } else if (request.kind == ShardingKind::table_row_wise) {
+    throw ConfigError(request.where, "table_row_wise needs each table's node",
+                      "list the plan per table: {table: I, type: table_row_wise, ranks: [the node's ranks]}");
   } else {
-    std::vector<int> all(request.tables.size());
-    std::iota(all.begin(), all.end(), 0);
-    plan.tables_of_rank.assign(static_cast<std::size_t>(request.ranks), all);
-    plan.bytes_of_rank.assign(static_cast<std::size_t>(request.ranks), 0);
-    for (int r = 0; r < request.ranks; ++r)
-      for (const EmbeddingTable& t : request.tables)
-        plan.bytes_of_rank[static_cast<std::size_t>(r)] += t.stored(plan.rows_of(t, r), plan.dim_of(t, r));
+    plan.tables.assign(request.tables.size(), TableSharding{request.kind, every});
   }
+  if (plan.tables.empty()) {  // whole tables: each table's rank from the assignment
+    plan.tables.resize(request.tables.size());
+    for (int r = 0; r < request.ranks; ++r)
+      for (int t : plan.tables_of_rank[static_cast<std::size_t>(r)])
+        plan.tables[static_cast<std::size_t>(t)] = TableSharding{ShardingKind::table_wise, {r}};
+  } else {
+    plan.tables_of_rank.assign(static_cast<std::size_t>(request.ranks), {});
+    for (std::size_t t = 0; t < plan.tables.size(); ++t)
+      for (int r : plan.tables[t].ranks) plan.tables_of_rank[static_cast<std::size_t>(r)].push_back(static_cast<int>(t));
+  }
+  plan.bytes_of_rank.assign(static_cast<std::size_t>(request.ranks), 0);
+  for (std::size_t t = 0; t < plan.tables.size(); ++t)
+    for (int r : plan.tables[t].ranks) {
+      const EmbeddingTable& table = request.tables[t];
+      plan.bytes_of_rank[static_cast<std::size_t>(r)] +=
+          table.stored(plan.tables[t].rows_on(table, r), plan.tables[t].dim_on(table, r));
+    }
   check_fits(request, plan);
   return plan;
 }

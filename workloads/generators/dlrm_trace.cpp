@@ -5,10 +5,12 @@ RankBuilder::RankBuilder(TraceBuilder& trace, Seconds op_gap) : w_(trace, op_gap
   for (const char* stream : {"compute", "embedding_comm", "allreduce"}) w_.stream(stream);
 }
 
-void RankBuilder::handoff(int stream, int waiter, const std::string& event) {
+void RankBuilder::handoff(int stream, int waiter, const std::string& event) { w_.wait(waiter, record(stream, event)); }
+
+int RankBuilder::record(int stream, const std::string& event) {
   const int e = w_.new_event(event);
   w_.record(stream, e);
-  w_.wait(waiter, e);
+  return e;
 }
 
 void RankBuilder::upload(const std::string& stream, const std::string& name, Bytes bytes) {

@@ -19,6 +19,9 @@ constexpr int kAllreduce = 2;       // DDP's gradient buckets
 // never queues behind a gradient bucket.
 constexpr int kEmbeddingGroup = 0;
 constexpr int kDenseGroup = 1;
+// table_row_wise only: each node's ranks, and the ranks of one local index across nodes.
+constexpr int kNodeGroup = 2;
+constexpr int kCrossGroup = 3;
 
 /// @brief One rank's program on the generator's three streams, written through the shared
 /// ProgramWriter (workloads/trace_builder.hpp).
@@ -31,6 +34,9 @@ class RankBuilder {
   void kernel(const std::string& name, const models::KernelSpec& spec) { w_.kernel(kCompute, name, spec); }
   /// `stream` records a fresh event that `waiter` then waits for.
   void handoff(int stream, int waiter, const std::string& event);
+  /// `stream` records a fresh event, returned for a later wait().
+  int record(int stream, const std::string& event);
+  void wait(int waiter, int event) { w_.wait(waiter, event); }
   void collective(int stream, const std::string& name, const CollectiveCall& call) { w_.collective(stream, name, call); }
   /// CPU time before the next op (a kernel launched outside the CUDA graph).
   void cpu(const std::string& name, Seconds duration) { w_.cpu(name, duration); }

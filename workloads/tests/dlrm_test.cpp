@@ -265,9 +265,127 @@ TEST_F(Dlrm, PerTablePlanPlacesTablesAsAPlacement) {
                             "    - {table: 2, type: table_wise, ranks: [1]}\n";
   EXPECT_NE(plan(three).find("table 3 (t3) is not planned"), std::string::npos);
   EXPECT_NE(plan(three + "    - {table: 2, type: table_wise, ranks: [1]}\n").find("planned twice"), std::string::npos);
-  EXPECT_NE(plan(three + "    - {table: 3, type: row_wise, ranks: [0, 1]}\n").find("sharding.plan: row_wise for every"),
-            std::string::npos);
   EXPECT_NE(plan(three + "    - {table: 3, type: table_wise, ranks: [0, 1]}\n").find("exactly one rank"),
+            std::string::npos);
+}
+
+// A plan of several kinds exchanges each kind apart, as TorchRec's sharded EmbeddingBagCollection
+// does: 2 ranks, 512 samples each, fp32, dim 16. t0 and t1 table-wise (one per rank: each sends
+// 16 x 512 x 4 B to its peer, size 2 x 32768), t2 column-wise (8 columns each: 2 x 16384), t3
+// row-wise (a reduce-scatter of its 16 x 1024 x 4 B partial sums; an all-gather backward).
+TEST_F(Dlrm, MixedPlanExchangesEachKindApart) {
+  const std::string plan =
+      "sharding:\n  plan:\n    - {table: 0, type: table_wise, ranks: [0]}\n    - {table: 1, type: table_wise, ranks: [1]}\n"
+      "    - {table: 2, type: column_wise, ranks: [0, 1]}\n    - {table: 3, type: row_wise}\n";
+  const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024}", plan), "0,1");
+  std::vector<double> a2a;
+  for (const CollectiveCall& c : calls(t, 0, models::CollectiveOp::alltoall)) a2a.push_back(c.bytes);
+  // Forward in plan order (table-wise, column-wise), backward in reverse (the all-gather first).
+  EXPECT_EQ(a2a, (std::vector<double>{65536, 32768, 32768, 65536}));
+  ASSERT_EQ(calls(t, 0, models::CollectiveOp::reduce_scatter).size(), 1u);
+  EXPECT_EQ(calls(t, 0, models::CollectiveOp::reduce_scatter).front().bytes, 65536);
+  EXPECT_EQ(calls(t, 0, models::CollectiveOp::allgather).front().bytes, 65536);
+  // Rank 0 looks up its whole table (100 rows), its 8 columns of t2 (300 rows) and its half of
+  // t3's rows (200 of 400, so half the lookups), each kind its own kernel, all for the whole batch.
+  const auto lookups = kernels(t, 0, "embedding_forward");
+  ASSERT_EQ(lookups.size(), 3u);
+  const std::vector<std::vector<double>> expected = {{100, 16, 1}, {300, 8, 1}, {200, 16, 0.5}};
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(lookups[i]->params.at("rows"), expected[i][0]);
+    EXPECT_EQ(lookups[i]->params.at("dim"), expected[i][1]);
+    EXPECT_EQ(lookups[i]->params.at("pooling"), expected[i][2]);
+    EXPECT_EQ(lookups[i]->params.at("batch"), 1024);
+  }
+  // Stored: 100 x 16 + 300 x 8 + 200 x 16 values of 4 B.
+  ASSERT_TRUE(t.memory);
+  const std::string bad_rank0 = small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024}",
+                                           plan + "  bottom_mlp: rank0\n");
+  EXPECT_NE(error(bad_rank0).find("one exchange per sharding type"), std::string::npos);
+}
+
+// A row-wise table's lookups scale with its shard: on 4 ranks each looks up a quarter of the rows
+// and a quarter of the lookups, and stores a quarter of the table.
+TEST_F(Dlrm, RowWiseShardLookupsScaleWithTheShard) {
+  const auto shard = [&](const std::string& gpus) {
+    const Trace t = parse(small_dlrm("{rows: [4000]}", "{global_batch: 1024}", "sharding: {plan: row_wise}\n"), gpus);
+    const auto lookups = kernels(t, 0, "embedding_forward");
+    return std::make_pair(lookups.front()->params.at("rows"), lookups.front()->params.at("pooling"));
+  };
+  EXPECT_EQ(shard("0,1"), std::make_pair(2000.0, 0.5));
+  EXPECT_EQ(shard("0,1,2,3"), std::make_pair(1000.0, 0.25));
+}
+
+// A data-parallel table in a mixed plan is looked up for the local batch and its dense gradient
+// (rows x dim x 4 B) joins DDP's buckets; the others still exchange.
+TEST_F(Dlrm, DataParallelTableInAMixedPlanIsAllreduced) {
+  const auto ddp_bytes = [&](const std::string& last) {
+    const std::string plan = "sharding:\n  plan:\n    - {table: 0, type: table_wise, ranks: [0]}\n"
+                             "    - {table: 1, type: table_wise, ranks: [1]}\n    - {table: 2, type: row_wise}\n"
+                             "    - {table: 3, type: " + last + "}\n";
+    const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024}", plan), "0,1");
+    double bytes = 0;
+    for (const CollectiveCall& c : calls(t, 0, models::CollectiveOp::allreduce)) bytes += c.bytes;
+    return std::make_pair(bytes, kernels(t, 0, "embedding_forward").back()->params.at("batch"));
+  };
+  const auto [sharded, sharded_batch] = ddp_bytes("row_wise");
+  const auto [replicated, replicated_batch] = ddp_bytes("data_parallel");
+  EXPECT_EQ(replicated - sharded, 400 * 16 * 4);
+  EXPECT_EQ(sharded_batch, 1024);
+  EXPECT_EQ(replicated_batch, 512);
+}
+
+// Table-row-wise on 2 nodes of 2 ranks (b = 256): t0 and t2 on node 0, t1 on node 1, t3 whole on
+// rank 3. Node 0 reduce-scatters (16 + 16) x 1024 x 4 B, node 1 16 x 1024 x 4 B; then the ranks of
+// each local index exchange their node's sums for the peer's 256 samples: node 0 sends 32 x 256 x
+// 4 B, node 1 half that, so the all-to-all's size is 2 x 32768. t3's all-to-all: rank 3 sends
+// 16 x 256 x 4 B to each of 3 peers, so 3 x 16384 x 4/3.
+TEST_F(Dlrm, TableRowWiseReduceScattersInTheNodeThenExchangesAcross) {
+  platforms::PlatformOptions options;
+  options.nodes = 2;
+  platform_ = platforms::load_platform("dgx-a100", options);
+  const std::string plan =
+      "sharding:\n  plan:\n    - {table: 0, type: table_row_wise, ranks: [0, 1]}\n"
+      "    - {table: 1, type: table_row_wise, ranks: [2, 3]}\n    - {table: 2, type: table_row_wise, ranks: [0, 1]}\n"
+      "    - {table: 3, type: table_wise, ranks: [3]}\n";
+  const std::string text = small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024}", plan);
+  const Trace t = parse(text, "0,1,8,9");
+  const auto rs = [&](int rank) { return calls(t, rank, models::CollectiveOp::reduce_scatter); };
+  ASSERT_EQ(rs(0).size(), 1u);
+  EXPECT_EQ(rs(0).front().bytes, 131072);
+  EXPECT_EQ(rs(3).front().bytes, 65536);
+  EXPECT_EQ(t.groups[static_cast<std::size_t>(rs(0).front().group)].subgroups,
+            (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  const auto a2a = calls(t, 1, models::CollectiveOp::alltoall);
+  ASSERT_EQ(a2a.size(), 4u);  // forward: the cross-node one, then t3's; backward the reverse
+  EXPECT_EQ(a2a[0].bytes, 65536);
+  EXPECT_EQ(t.groups[static_cast<std::size_t>(a2a[0].group)].subgroups, (std::vector<std::vector<int>>{{0, 2}, {1, 3}}));
+  EXPECT_DOUBLE_EQ(a2a[1].bytes, 65536);
+  EXPECT_EQ(calls(t, 1, models::CollectiveOp::allgather).front().bytes, 131072);
+  // Rank 1 holds the second 50-row block of t0 and the second 150 rows of t2.
+  const auto lookups = kernels(t, 1, "embedding_forward");
+  ASSERT_EQ(lookups.size(), 2u);
+  EXPECT_EQ(lookups[0]->params.at("rows"), 50);
+  EXPECT_EQ(lookups[1]->params.at("rows"), 150);
+  const auto fails = [&](const std::string& entry) {
+    const std::string planned = "{table: 1, type: table_row_wise, ranks: [2, 3]}";
+    std::string bad = text;
+    bad.replace(bad.find(planned), planned.size(), entry);
+    return error(bad, "0,1,8,9");
+  };
+  EXPECT_NE(fails("{table: 1, type: table_row_wise, ranks: [1, 2]}").find("list ranks [0, 1]"), std::string::npos);
+  EXPECT_NE(fails("{table: 1, type: table_row_wise, ranks: [3, 2]}").find("one node, in order"), std::string::npos);
+  EXPECT_NE(fails("{table: 1, type: row_wise, ranks: [2]}").find("over every rank"), std::string::npos);
+  EXPECT_NE(fails("{table: 1, type: column_wise, ranks: [2, 2]}").find("twice"), std::string::npos);
+  EXPECT_NE(fails("{table: 1, type: column_wise, ranks: [4]}").find("not a rank of this 4-rank job"), std::string::npos);
+  EXPECT_NE(error(text, "0,1,2,8").find("as many ranks"), std::string::npos);
+}
+
+// Per-table plans of several kinds run FBGEMM's fused kernels; the sparse paths are refused.
+TEST_F(Dlrm, MixedPlanRefusesSparseGradients) {
+  const std::string plan = "sharding:\n  plan:\n    - {table: 0, type: table_wise, ranks: [0]}\n"
+                           "    - {table: 1, type: row_wise}\n";
+  EXPECT_NE(error(small_dlrm("{rows: [100, 200]}", "{global_batch: 1024, embedding_gradient: sparse}", plan))
+                .find("fused kernels"),
             std::string::npos);
 }
 
