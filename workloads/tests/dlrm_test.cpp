@@ -955,6 +955,34 @@ TEST_F(Dlrm, DleFusedInteractionAccumulatesTheSlicedGradient) {
 
 // Eager PyTorch (no CUDA graph): Lin et al.'s op gap T1 (21 us, training.cpu_op_gap) before
 // every kernel and collective; under a graph none.
+// PyTorch's eager op sequence, kernel by kernel as the harness's H100 trace shows it: under AMP
+// nn.Linear's autocast casts each layer's weight and bias to fp16 forward (and the first layer's
+// input) and their gradients back to fp32 backward; BCE-with-logits is six kernels forward and
+// four backward, with the logits' casts, GradScaler's scale and autograd's seed around them;
+// nn.EmbeddingBag given 2-D indices builds its offsets (an arange) per table.
+TEST_F(Dlrm, EagerPytorchOpsAreCountedKernelByKernel) {
+  const auto count = [&](const std::string& training, const std::string& model_key, const std::string& part) {
+    const Trace t = parse(with_model_key(small_dlrm("{rows: [100, 200, 300, 400]}", training), model_key), "0");
+    int n = 0;
+    for (const Op& o : t.program(0).ops)
+      if (o.kind == OpKind::kernel && t.names[o.name].find(part) != std::string::npos) ++n;
+    return n;
+  };
+  const std::string amp = "{global_batch: 1024, dtype: fp16}";
+  // 4 layers (bottom 13-32-16, top 26-64-1): 2 casts each way per layer, plus the input's.
+  EXPECT_EQ(count(amp, "mlp_epilogue: torch", "_to_fp16"), 2 * 4 + 1 + 1);  // + the logits' gradient
+  EXPECT_EQ(count(amp, "mlp_epilogue: torch", "grad_to_fp32"), 2 * 4);
+  EXPECT_EQ(count(amp, "mlp_epilogue: fused", "weight_to_fp16"), 0);
+  EXPECT_EQ(count("{global_batch: 1024}", "mlp_epilogue: torch", "weight_to_fp16"), 0);
+  // The loss: 6 + 4 kernels in fp32 plus the seed; AMP adds both logits casts and the scale's two.
+  EXPECT_EQ(count("{global_batch: 1024}", "mlp_epilogue: fused", "loss."), 6 + 1 + 4);
+  EXPECT_EQ(count(amp, "mlp_epilogue: fused", "loss.") + count(amp, "mlp_epilogue: fused", "grad_scaler.scale"),
+            6 + 1 + 4 + 2 + 2);
+  const std::string sparse = "{global_batch: 1024, embedding_gradient: sparse}";
+  EXPECT_EQ(count(sparse, "embedding_kernel: torch", "embedding_offsets"), 4);
+  EXPECT_EQ(count(sparse, "embedding_kernel: fused", "embedding_offsets"), 0);
+}
+
 TEST_F(Dlrm, EagerOpsPayTheCpuOpGap) {
   const Trace eager = parse(small_dlrm("{rows: [100]}", "{global_batch: 1024, cpu_op_gap: 30us}"), "0,1");
   const Program& p = eager.program(0);
