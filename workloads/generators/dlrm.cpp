@@ -278,6 +278,36 @@ class DlrmBuilder {
     return max_of_max(received);
   }
 
+  /// KJTAllToAll's splits: per section, each rank sends every peer the counts of the lengths and
+  /// indices it sends and its batch (3 int64; TorchRec fuses the sections' splits into one).
+  Bytes splits_a2a_bytes() const {
+    double sections = 0;
+    for (std::size_t s = 0; s < sections_.size(); ++s) sections += exchanges(s) ? 1 : 0;
+    return n_ * 3 * 8 * sections;
+  }
+
+  /// The lengths' and indices' all-to-alls of every section, once the host has read the splits.
+  void input_distribution(RankBuilder& rank, int splits_done) const {
+    rank.host_wait(splits_done);
+    for (std::size_t s = 0; s < sections_.size(); ++s) {
+      if (!exchanges(s)) continue;
+      rank.collective(kEmbeddingComm, tag(s) + "input_dist.lengths",
+                      call(models::CollectiveOp::alltoall, input_a2a_bytes(s, false), kEmbeddingGroup));
+      rank.collective(kEmbeddingComm, tag(s) + "input_dist.indices",
+                      call(models::CollectiveOp::alltoall, input_a2a_bytes(s, true), kEmbeddingGroup));
+    }
+  }
+
+  /// TrainPipelineSparseDist's copy of a later batch to the GPU (pinned memory, non-blocking, on
+  /// its memcpy stream): the rank's local samples' labels and dense features (fp32), and their
+  /// KJT's int32 lengths and int64 indices of every feature.
+  void upload_local_batch(RankBuilder& rank) const {
+    double lookups = 0;
+    for (const TableEntry& t : c_.tables) lookups += t.table.pooling;
+    rank.upload_pinned("memcpy", "next_batch.to_device",
+                       batch_ * (4.0 + 4.0 * c_.dense_features + 4.0 * features() + 8.0 * lookups));
+  }
+
   /// Row-wise: every rank's partial pooled sums of the section's tables for the whole batch;
   /// table-row-wise: those of the tables on `rank`'s node, reduce-scattered within it.
   Bytes reduce_scatter_bytes(std::size_t section, int rank) const {
@@ -459,17 +489,25 @@ class DlrmBuilder {
     const auto suffix = [&](std::size_t g) { return groups.size() > 1 ? "[" + std::to_string(g) + "]" : std::string(); };
 
     if (c_.graph_forward_backward) rank.cpu("iteration_start", iteration_start_time());
-    // TorchRec's pipeline distributes the next batch's indices while this one trains: the KJT
-    // all-to-alls (lengths, then indices) go first on the exchange's communicator, so the pooled
-    // embeddings' all-to-all queues behind them.
-    if (c_.input_all_to_all)
-      for (std::size_t s = 0; s < sections_.size(); ++s) {
-        if (!exchanges(s)) continue;
-        rank.collective(kEmbeddingComm, tag(s) + "input_dist.lengths",
-                        call(models::CollectiveOp::alltoall, input_a2a_bytes(s, false), kEmbeddingGroup));
-        rank.collective(kEmbeddingComm, tag(s) + "input_dist.indices",
-                        call(models::CollectiveOp::alltoall, input_a2a_bytes(s, true), kEmbeddingGroup));
+    // TorchRec's KJT input distribution (torchrec/distributed/dist_data.py, KJTAllToAll): first
+    // an all-to-all of the splits, which the host reads, then per section the lengths' and the
+    // indices' all-to-alls. Unpipelined it precedes the lookups, which wait for it. TorchRec's
+    // TrainPipelineSparseDist (train_pipeline/train_pipelines.py, progress) distributes the next
+    // batch instead: its splits at the iteration's start, its lengths and indices after this
+    // batch's forward (the host waiting for the splits), all on the exchange's communicator; the
+    // batch after it is copied to the GPU on a side stream meanwhile.
+    int splits_done = -1;
+    if (c_.input_all_to_all && any_exchange()) {
+      rank.collective(kEmbeddingComm, "input_dist.splits",
+                      call(models::CollectiveOp::alltoall, splits_a2a_bytes(), kEmbeddingGroup));
+      splits_done = rank.record(kEmbeddingComm, "input_dist.splits_done");
+      if (c_.pipelined) {
+        upload_local_batch(rank);
+      } else {
+        input_distribution(rank, splits_done);
+        rank.handoff(kEmbeddingComm, kCompute, "input_dist_done");
       }
+    }
 
     // Forward. Every bottom layer and all top layers but the last end in a ReLU; with
     // mlp_epilogue fused, bias and ReLU are in the GEMM's epilogue.
@@ -565,6 +603,7 @@ class DlrmBuilder {
       if (i + 1 < top.size()) relu_forward(rank, "top_mlp.fc" + std::to_string(i), b * top[i].out);
     }
     loss_forward(rank, b);
+    if (c_.pipelined && splits_done >= 0) input_distribution(rank, splits_done);
 
     // Backward: gradient buckets fill from the last layer back.
     const int allreduce_stream = c_.shared_process_group ? kEmbeddingComm : kAllreduce;
@@ -1078,10 +1117,14 @@ class DlrmBuilder {
       Bytes lengths = 0, indices = 0;
       for (std::size_t s = 0; s < sections_.size(); ++s)
         if (exchanges(s)) lengths += input_a2a_bytes(s, false), indices += input_a2a_bytes(s, true);
-      trace_.note(fmt::format("input distribution: TorchRec's KJT all-to-alls of the next batch's lengths ({}) and "
-                              "int64 indices ({}{}) at the iteration's start on the exchange's communicator",
-                              format_size(lengths), format_size(indices),
-                              sections_.size() > 1 ? ", summed over the kinds' own all-to-alls" : ""));
+      trace_.note(fmt::format("input distribution: TorchRec's KJT all-to-alls of the splits ({}, read by the host), "
+                              "lengths ({}) and int64 indices ({}{}) on the exchange's communicator, {}",
+                              format_size(splits_a2a_bytes()), format_size(lengths), format_size(indices),
+                              sections_.size() > 1 ? ", summed over the kinds' own all-to-alls" : "",
+                              c_.pipelined ? "for the next batch (TrainPipelineSparseDist: the splits at the iteration's "
+                                             "start, the rest after the forward; a later batch copied to the GPU from "
+                                             "pinned memory meanwhile)"
+                                           : "before the lookups, which wait for them"));
     }
     if (c_.optimizer != DlrmOptimizer::sgd || c_.embedding_optimizer != DlrmOptimizer::sgd)
       trace_.note(fmt::format("optimizers: {} for the MLPs (one fused multi-tensor step, fp32 state read and written), "

@@ -106,12 +106,15 @@ class ConfigReader {
   ConfigReader(const YAML::Node& doc, const YamlReader& reader) : doc_(doc), r_(reader) {}
 
   DlrmConfig read() {
-    r_.check_keys(doc_, "", {"version", "kind", "description", "model", "training", "sharding", "index_distribution"});
+    r_.check_keys(doc_, "",
+                  {"version", "kind", "description", "framework", "model", "training", "sharding", "index_distribution"});
+    if (doc_["framework"]) apply_framework(r_.get_choice(doc_["framework"], "framework", {"dle", "torchrec"}));
     IndexDistribution distribution;
     if (doc_["index_distribution"]) distribution = read_distribution(doc_["index_distribution"], "index_distribution");
     read_model(r_.require(doc_, "", "model"), distribution);
     read_training(r_.require(doc_, "", "training"));
     if (doc_["sharding"]) read_sharding(doc_["sharding"]);
+    check_framework_choices();
     const YAML::Node kernel = doc_["model"]["embedding_kernel"];
     if (c_.torch_embedding_bag && !c_.sparse_embedding_gradient)
       r_.fail("model.embedding_kernel", kernel,
@@ -131,6 +134,48 @@ class ConfigReader {
   }
 
  private:
+  /// The defaults a framework's own code takes (docs/dlrm.md, "Frameworks"); keys given in the
+  /// document override them. NVIDIA DLE: dlrm/scripts/main.py's defaults (optimized_mlp: apex's
+  /// MLP; interaction_op cuda_dot: the fused dot kernel, padded to 8; the joint sparse embedding on
+  /// several GPUs; hybrid parallel: the bottom MLP on GPU 0, its table placement, one process
+  /// group). TorchRec: DistributedModelParallel's sharded EmbeddingBagCollection (FBGEMM's fused
+  /// table-batched kernels and optimizer), KJT input distribution, TrainPipelineSparseDist, the DLRM
+  /// model of torchrec/models/dlrm.py (nn.Linear + ReLU layers, torch.bmm interaction).
+  void apply_framework(const std::string& framework) {
+    c_.framework = framework;
+    if (framework == "dle") {
+      c_.fused_interaction = true;
+      c_.interaction_pad_to = 8;
+      c_.mlp_epilogue = MlpEpilogue::apex;
+      c_.sparse_embedding_gradient = true;
+      c_.bottom_on_rank0 = true;
+      c_.planner = "nvidia_dle";
+      c_.shared_process_group = true;
+    } else {
+      c_.mlp_epilogue = MlpEpilogue::torch;
+      c_.input_all_to_all = true;
+      c_.pipelined = true;
+    }
+  }
+
+  /// Choices that need one another, whichever of the framework or the document made them.
+  void check_framework_choices() const {
+    const YAML::Node framework = doc_["framework"];
+    const YAML::Node sharding = doc_["sharding"];
+    if (c_.bottom_on_rank0 && c_.plan != "table_wise" && c_.plan != "column_wise" && !(sharding && sharding["bottom_mlp"]))
+      r_.fail("framework", framework,
+              "framework: dle puts the bottom MLP on rank 0, whose output joins the one embedding all-to-all, which "
+              "plan " + c_.plan + " does not have",
+              "set sharding.bottom_mlp: data_parallel, or sharding.plan: table_wise or column_wise");
+    if (c_.pipelined && !c_.input_all_to_all) {
+      const YAML::Node pipeline = doc_["training"]["pipeline"];
+      r_.fail(pipeline ? "training.pipeline" : "framework", pipeline ? pipeline : framework,
+              "TorchRec's sparse-dist pipeline overlaps the KJT input all-to-alls, which input_distribution: loader "
+              "does not have",
+              "set sharding.input_distribution: all_to_all, or training.pipeline: none");
+    }
+  }
+
   std::vector<int> read_widths(const YAML::Node& node, const std::string& path) const {
     if (!node.IsSequence() || node.size() == 0)
       r_.fail(path, node, "expected a non-empty list of layer widths", "write e.g. `" + path + ": [512, 256, 128]`");
@@ -339,7 +384,9 @@ class ConfigReader {
   void read_training(const YAML::Node& t) {
     const std::string path = "training";
     r_.check_keys(t, path, {"global_batch", "dtype", "embedding_dtype", "optimizer", "embedding_optimizer", "cuda_graphs", "graph_scope",
-                            "sync_each_step", "embedding_gradient", "cpu_op_gap", "ddp_bucket"});
+                            "sync_each_step", "embedding_gradient", "cpu_op_gap", "ddp_bucket", "pipeline"});
+    if (t["pipeline"])
+      c_.pipelined = r_.get_choice(t["pipeline"], path + ".pipeline", {"none", "sparse_dist"}) == "sparse_dist";
     c_.global_batch = r_.get_int(r_.require(t, path, "global_batch"), path + ".global_batch", 1);
     if (t["dtype"])
       c_.dtype = models::parse_dtype(r_.get_choice(t["dtype"], path + ".dtype", {"fp32", "tf32", "fp16", "bf16"}),

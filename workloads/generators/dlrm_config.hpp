@@ -73,6 +73,8 @@ struct DlrmConfig {
   bool bottom_on_rank0 = false;
   bool shared_process_group = false;  // sharding.process_groups: shared (NVIDIA DLE: one communicator)
   bool input_all_to_all = false;      // sharding.input_distribution: all_to_all (TorchRec's KJT all-to-all)
+  bool pipelined = false;             // training.pipeline: sparse_dist (TorchRec's TrainPipelineSparseDist)
+  std::string framework;              // framework: dle | torchrec (whose defaults the keys above took), or empty
   Bytes memory_reserve = 2.0 * 1024 * 1024 * 1024;
 };
 

@@ -19,6 +19,10 @@ void RankBuilder::upload(const std::string& stream, const std::string& name, Byt
   w_.sync_stream(s, name + ".staged");
 }
 
+void RankBuilder::upload_pinned(const std::string& stream, const std::string& name, Bytes bytes) {
+  w_.memcpy(w_.stream(stream), name, MemcpyKind::host_to_device, bytes, HostMemory::pinned);
+}
+
 CollectiveCall call(models::CollectiveOp op, Bytes bytes, int group) {
   CollectiveCall c;
   c.op = op;

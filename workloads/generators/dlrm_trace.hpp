@@ -37,6 +37,10 @@ class RankBuilder {
   /// `stream` records a fresh event, returned for a later wait().
   int record(int stream, const std::string& event);
   void wait(int waiter, int event) { w_.wait(waiter, event); }
+  /// The CPU waits for `event` (a device value read on the host).
+  void host_wait(int event) { w_.sync_event(event); }
+  /// A non-blocking host-to-device copy from pinned memory on `stream` (named on first use).
+  void upload_pinned(const std::string& stream, const std::string& name, Bytes bytes);
   void collective(int stream, const std::string& name, const CollectiveCall& call) { w_.collective(stream, name, call); }
   /// CPU time before the next op (a kernel launched outside the CUDA graph).
   void cpu(const std::string& name, Seconds duration) { w_.cpu(name, duration); }

@@ -405,14 +405,84 @@ TEST_F(Dlrm, InputDistributionAllToAllsMatchHandCounts) {
         bytes.push_back(t.collectives[o.collective].bytes);
     return bytes;
   };
-  // Two features on each rank: each receives and sends 512 x 2 x (4 or 8) B.
-  EXPECT_EQ(sizes("[0, 1, 1, 0]"), (std::vector<double>{512 * 2 * 4 * 2, 512 * 2 * 8 * 2}));
+  // First the splits: 3 int64 to each of 2 ranks. Then two features on each rank: each receives
+  // and sends 512 x 2 x (4 or 8) B.
+  EXPECT_EQ(sizes("[0, 1, 1, 0]"), (std::vector<double>{2 * 3 * 8, 512 * 2 * 4 * 2, 512 * 2 * 8 * 2}));
   // Three on rank 0: it receives 512 x 3 x (4 or 8) B, the busiest.
-  EXPECT_EQ(sizes("[0, 0, 0, 1]"), (std::vector<double>{512 * 3 * 4 * 2, 512 * 3 * 8 * 2}));
+  EXPECT_EQ(sizes("[0, 0, 0, 1]"), (std::vector<double>{2 * 3 * 8, 512 * 3 * 4 * 2, 512 * 3 * 8 * 2}));
   // Without it (NVIDIA DLE's loader) there is none.
   const Trace dle = parse(small_dlrm(), "0,1");
   for (const Op& o : dle.program(0).ops)
     if (o.kind == OpKind::collective) EXPECT_FALSE(dle.names[o.name].starts_with("input_dist"));
+}
+
+// Where the input distribution sits in a rank's program: unpipelined before the lookups, which
+// wait for it; with TorchRec's TrainPipelineSparseDist the next batch's splits at the start and
+// its lengths and indices after this batch's forward (the host reading the splits first), while a
+// later batch is copied to the GPU: 512 x (4 label + 13 x 4 dense + 4 x 4 lengths + 4 x 8 indices) B.
+TEST_F(Dlrm, PipelinedInputDistributionFollowsTheForward) {
+  const auto program = [&](const std::string& pipeline) {
+    const Trace t = parse(small_dlrm("{rows: [100, 200, 300, 400]}", "{global_batch: 1024, pipeline: " + pipeline + "}",
+                                     "sharding: {input_distribution: all_to_all}\n"),
+                          "0,1");
+    std::map<std::string, std::size_t> first;
+    double copied = 0;
+    int host_waits = 0;
+    const Program& p = t.program(0);
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const Op& o = p.ops[i];
+      if (o.kind == OpKind::sync && o.event >= 0) ++host_waits;
+      if (o.kind == OpKind::memcpy) copied += o.bytes;
+      if (o.kind == OpKind::kernel || o.kind == OpKind::collective) first.emplace(t.names[o.name], i);
+    }
+    return std::make_tuple(first, copied, host_waits);
+  };
+  const auto [eager, eager_copy, eager_waits] = program("none");
+  EXPECT_LT(eager.at("input_dist.indices"), eager.at("embedding_forward[0]"));
+  EXPECT_EQ(eager_copy, 0);
+  EXPECT_EQ(eager_waits, 1);
+  const auto [piped, piped_copy, piped_waits] = program("sparse_dist");
+  EXPECT_LT(piped.at("input_dist.splits"), piped.at("embedding_forward[0]"));
+  EXPECT_GT(piped.at("input_dist.lengths"), piped.at("loss.mean"));
+  EXPECT_LT(piped.at("input_dist.indices"), piped.at("loss.backward.sigmoid"));
+  EXPECT_EQ(piped_copy, 512 * (4 + 13 * 4 + 4 * 4 + 4 * 8));
+  EXPECT_EQ(piped_waits, 1);
+  EXPECT_NE(error(small_dlrm("{rows: [100]}", "{global_batch: 1024, pipeline: sparse_dist}")).find("input_distribution: all_to_all"),
+            std::string::npos);
+}
+
+// `framework:` gives a framework's own defaults, which keys in the document override: NVIDIA DLE's
+// trace equals the one its keys spelled out give; TorchRec's distributes inputs, pipelined.
+TEST_F(Dlrm, FrameworkGivesItsDefaults) {
+  const std::string tables = "{rows: [100, 200, 300, 400]}";
+  const auto same = [&](const Trace& a, const Trace& b) {
+    ASSERT_EQ(a.programs.size(), b.programs.size());
+    for (std::size_t p = 0; p < a.programs.size(); ++p) ASSERT_EQ(a.programs[p].ops.size(), b.programs[p].ops.size());
+    EXPECT_EQ(a.kernels.size(), b.kernels.size());
+    EXPECT_EQ(a.collectives.size(), b.collectives.size());
+  };
+  const std::string dle_keys = "sharding: {bottom_mlp: rank0, planner: nvidia_dle, process_groups: shared}\n";
+  const Trace dle = parse("framework: dle\n" + small_dlrm(tables, "{global_batch: 1024}"), "0,1");
+  const Trace spelled = parse(with_model_key(with_model_key(with_model_key(small_dlrm(tables, "{global_batch: 1024, embedding_gradient: sparse}", dle_keys),
+                                                                         "interaction_kernel: fused"),
+                                                          "interaction_pad_to: 8"),
+                                           "mlp_epilogue: apex"),
+                              "0,1");
+  same(dle, spelled);
+  const Trace torchrec = parse("framework: torchrec\n" + small_dlrm(tables, "{global_batch: 1024}"), "0,1");
+  const Trace torchrec_spelled = parse(with_model_key(small_dlrm(tables, "{global_batch: 1024, pipeline: sparse_dist}",
+                                                                 "sharding: {input_distribution: all_to_all}\n"),
+                                                      "mlp_epilogue: torch"),
+                                       "0,1");
+  same(torchrec, torchrec_spelled);
+  // A key given overrides the framework's default, and choices that need one another are checked.
+  const Trace unpiped = parse("framework: torchrec\n" + small_dlrm(tables, "{global_batch: 1024, pipeline: none}"), "0,1");
+  EXPECT_EQ(std::count_if(unpiped.program(0).ops.begin(), unpiped.program(0).ops.end(),
+                          [](const Op& o) { return o.kind == OpKind::memcpy; }),
+            0);
+  EXPECT_NE(error("framework: dle\n" + small_dlrm(tables, "{global_batch: 1024}", "sharding: {plan: row_wise}\n"))
+                .find("framework: dle puts the bottom MLP on rank 0"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------- DCN v2 interaction
