@@ -132,6 +132,7 @@ class DlrmBuilder {
         const double values = rows * dim_on(t, r) * table.element_bytes;
         s.table_bytes += values;
         s.table_state += table.stored(rows, dim_on(t, r)) - values;
+        if (plan_.tables[static_cast<std::size_t>(t)].kind == ShardingKind::data_parallel) s.replicated_bytes += values;
         s.lookup_values += lookup_batch(t) * dim_on(t, r);
         s.lookups += lookup_batch(t) * table.pooling * rows / table.rows;
       }

@@ -64,13 +64,18 @@ models::MemoryWalk walk_rank(const DlrmConfig& c, const DlrmRankShape& r, double
   momentary[MemoryTerm::activations] = 2.0 * batch * std::max(widest, top_input) * act;
   w.peak_at({"top MLP backward"}, momentary);
   // The embeddings' backward: the top MLP's activations are gone; the interaction's input
-  // gradient and the embeddings' gradient (sparse: one row per lookup, in the math dtype and
-  // cast to the tables' dtype under AMP; dense: a whole-table gradient) are live.
+  // gradient and the embeddings' gradient are live. Sparse: one row per lookup, in the math dtype
+  // and cast to the tables' dtype under AMP, with its int64 indices. Fused (FBGEMM's backward with
+  // the optimizer in it): no table-sized gradient, only the pooled gradient and the sort of the
+  // lookups by row (fbgemm_gpu transpose_embedding_input: linear indices, their sorted copy and
+  // sample positions, int64 each, and the runs' ids and lengths, 8 B more: 32 B per lookup).
+  // Replicated tables get a whole-table dense gradient either way (DDP reduces it).
   w.release(MemoryTerm::activations, top);
   momentary = {};
   momentary[MemoryTerm::activations] = batch * vectors * c.embedding_dim * act;
   momentary[MemoryTerm::gradients] =
-      c.sparse_embedding_gradient ? r.lookup_values * (table + (act < table ? act : 0)) + 8 * r.lookups : r.table_bytes;
+      r.replicated_bytes + (c.sparse_embedding_gradient ? r.lookup_values * (table + (act < table ? act : 0)) + 8 * r.lookups
+                                                        : r.lookup_values * act + 32 * r.lookups);
   w.peak_at({"embedding backward"}, momentary);
   return w;
 }
@@ -84,12 +89,13 @@ models::MemoryReport dlrm_memory(const DlrmConfig& config, const std::vector<Dlr
   const int n = static_cast<int>(ranks.size());
   // DLE's and the generator's two communicators (embedding exchange, dense all-reduce).
   const models::RuntimeMemory runtime = models::runtime_memory(gpu, n > 1 ? 2 : 0);
-  std::map<std::tuple<double, double, double, double, double, bool>, int> group_of_shape;
+  std::map<std::tuple<double, double, double, double, double, bool, double>, int> group_of_shape;
   report.group_of_rank.resize(ranks.size());
   for (int r = 0; r < n; ++r) {
     const DlrmRankShape& s = ranks[static_cast<std::size_t>(r)];
     const auto key =
-        std::make_tuple(s.table_bytes, s.table_state, s.lookup_values, s.lookups, s.exchanged_values, s.bottom);
+        std::make_tuple(s.table_bytes, s.table_state, s.lookup_values, s.lookups, s.exchanged_values, s.bottom,
+                        s.replicated_bytes);
     auto [it, fresh] = group_of_shape.emplace(key, static_cast<int>(report.groups.size()));
     if (fresh) {
       const double batch_of_bottom = s.bottom ? bottom_batch : 0;

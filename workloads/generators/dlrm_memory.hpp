@@ -18,6 +18,7 @@ struct DlrmRankShape {
   double lookups = 0;           ///< rows it gathers per iteration (samples x pooling over its tables)
   double exchanged_values = 0;  ///< values the exchange hands it (local samples x every table's columns)
   bool bottom = true;           ///< it runs the bottom MLP
+  Bytes replicated_bytes = 0;   ///< the values of its data-parallel tables, whose gradient is dense
 };
 
 /// @brief Every rank's peak, ranks with equal shapes in one group.

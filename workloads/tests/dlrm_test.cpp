@@ -724,6 +724,29 @@ TEST_F(Dlrm, PresetOnEightGpusIsNvidiaDleHybridParallel) {
                                                       models::CollectiveOp::alltoall}));
 }
 
+// The TorchRec presets on 8 A100 80GB: dlrm_main.py's defaults (256 samples, dim 64, one-hot) and
+// MLPerf's DCNv2 (multi-hot: 216 lookups per sample, Adagrad's state beside every value). FBGEMM's
+// fused backward keeps no table-sized gradient: the peak holds the tables, their state and the
+// lookups' buffers, not a second copy of the tables.
+TEST_F(Dlrm, TorchRecPresetsRunOnEightGpus) {
+  platforms::PlatformOptions options;
+  options.overrides = {"gpu.model=A100-SXM4-80GB"};
+  platform_ = platforms::load_platform("dgx-a100", options);
+  const platforms::Allocation allocation = platforms::parse_allocation("0-7", platform_);
+  const Trace small = load_workload("dlrm-torchrec-criteo-1tb", JobContext{platform_, allocation});
+  EXPECT_EQ(small.work.items_per_rank, 32);
+  const Trace dcn = load_workload("dlrm-dcnv2-mlperf", JobContext{platform_, allocation});
+  double lookups = 0;
+  for (int r = 0; r < 8; ++r)
+    for (const auto* k : kernels(dcn, r, "embedding_forward")) lookups += k->params.at("tables") * k->params.at("pooling");
+  EXPECT_EQ(lookups, 3 + 2 + 1 + 2 + 6 + 1 + 1 + 1 + 1 + 7 + 3 + 8 + 1 + 6 + 9 + 5 + 1 + 1 + 1 + 12 + 100 + 27 + 10 + 3 + 1 + 1);
+  ASSERT_TRUE(dcn.memory);
+  const auto& worst = dcn.memory->worst();
+  EXPECT_LT(worst.at_peak[models::MemoryTerm::gradients], 0.01 * worst.at_peak[models::MemoryTerm::parameters]);
+  EXPECT_NEAR(worst.at_peak[models::MemoryTerm::optimizer], worst.at_peak[models::MemoryTerm::parameters],
+              0.01 * worst.at_peak[models::MemoryTerm::parameters]);
+}
+
 TEST_F(Dlrm, PresetDoesNotFitOneGpu) {
   const platforms::Allocation one = platforms::parse_allocation("0", platform_);
   try {
