@@ -58,7 +58,6 @@ struct LookupGroup {
   double hottest = 0;
   std::size_t section = 0;  ///< the plan's sharding kind it belongs to (DlrmBuilder::sections_)
   double batch = 0;         ///< samples looked up: the global batch, the local one for replicated tables
-  bool replicated = false;  ///< data_parallel: a dense gradient, allreduced by DDP
   /// Alike: everything but the count.
   bool operator==(const LookupGroup& o) const {
     return rows == o.rows && dim == o.dim && pooling == o.pooling && histogram == o.histogram &&
@@ -170,13 +169,9 @@ class DlrmBuilder {
     for (int r = 0; r < n_; ++r) request.node_of_rank.push_back(job_.node_of(r));
     const YAML::Node sharding = doc_["sharding"];
     request.where = reader_.where("sharding", sharding ? sharding : YAML::Node());
-    const std::map<std::string, ShardingKind> kinds = {{"table_wise", ShardingKind::table_wise},
-                                                       {"row_wise", ShardingKind::row_wise},
-                                                       {"column_wise", ShardingKind::column_wise},
-                                                       {"data_parallel", ShardingKind::data_parallel}};
     if (c_.plan == "per_table") return plan_sharding(request);
     if (c_.plan != "auto") {
-      request.kind = kinds.at(c_.plan);
+      request.kind = *sharding_kind(c_.plan);  // dlrm_config accepts kinds' names only
       return plan_sharding(request);
     }
     // auto: whole tables where they fit (no partial pooled sums to reduce), else rows spread
@@ -234,8 +229,7 @@ class DlrmBuilder {
     const ShardingKind kind = sections_[section].kind;
     const bool all_to_all = kind == ShardingKind::table_wise || kind == ShardingKind::column_wise;
     double width = c_.bottom_on_rank0 && rank == 0 && all_to_all ? c_.bottom_mlp.back() : 0;
-    for (int t : sections_[section].tables)
-      if (plan_.tables[static_cast<std::size_t>(t)].holds(rank)) width += dim_on(t, rank);
+    for (int t : sections_[section].tables) width += dim_on(t, rank);  // 0 where it holds no shard
     return width;
   }
 
@@ -405,8 +399,7 @@ class DlrmBuilder {
                       histograms_[static_cast<std::size_t>(t)],
                       hottest_[static_cast<std::size_t>(t)],
                       s,
-                      lookup_batch(t),
-                      sections_[s].kind == ShardingKind::data_parallel};
+                      lookup_batch(t)};
         auto it = std::find(groups.begin(), groups.end(), g);
         if (it == groups.end()) groups.push_back(std::move(g));
         else it->tables += 1;
@@ -713,7 +706,7 @@ class DlrmBuilder {
       }
       // Replicated tables (TorchRec's data_parallel) get dense gradients that DDP allreduces
       // with the MLPs' and a separate optimizer step.
-      if (groups[g].replicated) {
+      if (sections_[groups[g].section].kind == ShardingKind::data_parallel) {
         const double params = groups[g].tables * groups[g].rows * groups[g].dim;
         buckets.add(params * models::bytes_of(c_.embedding_dtype));
         dense_params += params;
@@ -1182,6 +1175,7 @@ class DlrmBuilder {
   }
 
   std::string describe_ranks() const {
+    const std::optional<ShardingKind> kind = plan_.kind();
     std::string out;
     for (int r = 0; r < n_; ++r) {
       if (n_ > 16 && r == 8) {
@@ -1191,8 +1185,8 @@ class DlrmBuilder {
       if (r > 0) out += ", ";
       out += std::to_string(r);
       const std::size_t held = plan_.tables_of_rank[static_cast<std::size_t>(r)].size();
-      if (plan_.kind() == ShardingKind::table_wise) out += ": " + std::to_string(held) + " tables ";
-      else if (plan_.kind()) out += ": a shard of every table ";
+      if (kind == ShardingKind::table_wise) out += ": " + std::to_string(held) + " tables ";
+      else if (kind) out += ": a shard of every table ";
       else out += ": " + std::to_string(held) + " tables or shards ";
       out += gb(plan_.bytes_of_rank[static_cast<std::size_t>(r)]);
     }

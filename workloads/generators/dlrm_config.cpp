@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <numeric>
 #include <optional>
 
@@ -161,12 +160,16 @@ class ConfigReader {
   /// Choices that need one another, whichever of the framework or the document made them.
   void check_framework_choices() const {
     const YAML::Node framework = doc_["framework"];
-    const YAML::Node sharding = doc_["sharding"];
-    if (c_.bottom_on_rank0 && c_.plan != "table_wise" && c_.plan != "column_wise" && !(sharding && sharding["bottom_mlp"]))
-      r_.fail("framework", framework,
-              "framework: dle puts the bottom MLP on rank 0, whose output joins the one embedding all-to-all, which "
-              "plan " + c_.plan + " does not have",
+    const YAML::Node bottom = doc_["sharding"] ? doc_["sharding"]["bottom_mlp"] : YAML::Node();
+    if (c_.bottom_on_rank0 && c_.plan != "table_wise" && c_.plan != "column_wise") {
+      const std::string lacking = ", whose output joins the one embedding all-to-all, which plan " + c_.plan +
+                                  " does not have" + (c_.plan == "per_table" ? " (one exchange per sharding type)" : "");
+      if (bottom)
+        r_.fail("sharding.bottom_mlp", bottom, "bottom_mlp: rank0 puts the bottom MLP on rank 0" + lacking,
+                "use plan: table_wise or column_wise, or bottom_mlp: data_parallel");
+      r_.fail("framework", framework, "framework: dle puts the bottom MLP on rank 0" + lacking,
               "set sharding.bottom_mlp: data_parallel, or sharding.plan: table_wise or column_wise");
+    }
     if (c_.pipelined && !c_.input_all_to_all) {
       const YAML::Node pipeline = doc_["training"]["pipeline"];
       r_.fail(pipeline ? "training.pipeline" : "framework", pipeline ? pipeline : framework,
@@ -460,11 +463,6 @@ class ConfigReader {
     if (s["seed"]) c_.seed = static_cast<std::uint64_t>(r_.get_int(s["seed"], path + ".seed", 0));
     if (s["bottom_mlp"]) {
       c_.bottom_on_rank0 = r_.get_choice(s["bottom_mlp"], path + ".bottom_mlp", {"data_parallel", "rank0"}) == "rank0";
-      if (c_.bottom_on_rank0 && c_.plan != "table_wise" && c_.plan != "column_wise")
-        r_.fail(path + ".bottom_mlp", s["bottom_mlp"],
-                "bottom_mlp: rank0 sends the bottom MLP's output through the one embedding all-to-all, which plan " +
-                    c_.plan + " does not have" + (c_.plan == "per_table" ? " (one exchange per sharding type)" : ""),
-                "use plan: table_wise or column_wise, or bottom_mlp: data_parallel");
     }
     // Whether the exchange and DDP's allreduce have communicators of their own (TorchRec), or share
     // the default group (NVIDIA DLE: all_to_all_single and apex DDP on one communicator, whose
@@ -488,13 +486,8 @@ class ConfigReader {
   void read_table_plans(const YAML::Node& list, const std::string& path, const YAML::Node& placement) {
     if (placement)
       r_.fail(path, list, "a per-table plan already places every table", "drop sharding.placement");
-    const std::map<std::string, ShardingKind> kinds = {{"table_wise", ShardingKind::table_wise},
-                                                       {"row_wise", ShardingKind::row_wise},
-                                                       {"column_wise", ShardingKind::column_wise},
-                                                       {"table_row_wise", ShardingKind::table_row_wise},
-                                                       {"data_parallel", ShardingKind::data_parallel}};
     std::vector<std::string> names;
-    for (const auto& [name, kind] : kinds) names.push_back(name);
+    for (ShardingKind kind : sharding_kinds()) names.push_back(to_string(kind));
     std::vector<std::optional<TableSharding>> plan(c_.tables.size());
     for (std::size_t i = 0; i < list.size(); ++i) {
       const std::string at = path + "[" + std::to_string(i) + "]";
@@ -510,7 +503,7 @@ class ConfigReader {
         r_.fail(at + ".table", entry["table"], "table " + std::to_string(table) + " is planned twice",
                 "list every table once");
       TableSharding sharding;
-      sharding.kind = kinds.at(r_.get_choice(r_.require(entry, at, "type"), at + ".type", names));
+      sharding.kind = *sharding_kind(r_.get_choice(r_.require(entry, at, "type"), at + ".type", names));
       const bool spans_job = sharding.kind == ShardingKind::row_wise || sharding.kind == ShardingKind::data_parallel;
       const YAML::Node ranks = spans_job ? entry["ranks"] : r_.require(entry, at, "ranks");
       if (ranks && (!ranks.IsSequence() || ranks.size() == 0))

@@ -303,6 +303,19 @@ const char* to_string(ShardingKind kind) {
   throw std::logic_error("unknown ShardingKind");
 }
 
+const std::vector<ShardingKind>& sharding_kinds() {
+  static const std::vector<ShardingKind> kinds = {ShardingKind::table_wise, ShardingKind::row_wise,
+                                                  ShardingKind::column_wise, ShardingKind::table_row_wise,
+                                                  ShardingKind::data_parallel};
+  return kinds;
+}
+
+std::optional<ShardingKind> sharding_kind(const std::string& name) {
+  for (ShardingKind kind : sharding_kinds())
+    if (name == to_string(kind)) return kind;
+  return std::nullopt;
+}
+
 const std::vector<PlannerInfo>& sharding_planners() {
   static const std::vector<PlannerInfo> planners = {
       {"naive", "table i on rank i mod n (round robin)"},

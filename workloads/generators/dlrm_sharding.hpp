@@ -42,6 +42,10 @@ enum class ShardingKind : std::uint8_t {
   data_parallel,   ///< a table replicated on every rank
 };
 const char* to_string(ShardingKind kind);
+/// @brief Every sharding kind, in declaration order.
+const std::vector<ShardingKind>& sharding_kinds();
+/// @brief The kind to_string names `name`, or nothing.
+std::optional<ShardingKind> sharding_kind(const std::string& name);
 
 /// @brief How one table is split and which ranks hold its shards, in shard order: TorchRec's
 /// ParameterSharding (sharding_type, ranks). Empty `ranks` means every rank of the job
