@@ -25,7 +25,7 @@ bool is_catalogue(const std::string& stem) { return stem == "gpus" || stem == "n
 
 const std::vector<std::string>& gpu_figure_keys() {
   static const std::vector<std::string> keys = {
-      "arch",       "sm_version", "sm_count",   "memory",    "hbm_bandwidth",    "l2_size", "l2_bandwidth",
+      "arch",       "sm_version", "sm_count",   "memory",    "hbm_bandwidth",    "hbm_efficiency", "l2_size", "l2_bandwidth",
       "fp32_flops", "tf32_flops", "fp16_flops", "bf16_flops", "fp8_flops", "nvlink_bandwidth", "nvlinks",
       "power_limit_watts", "tdp_watts", "training_power_watts", "idle_power_watts"};
   return keys;
@@ -46,6 +46,13 @@ void read_gpu_figures(const YamlReader& reader, const YAML::Node& map, const std
   if (YAML::Node n = field("sm_count")) gpu.sm_count = reader.get_int(n, at("sm_count"), 1);
   if (YAML::Node n = field("memory")) gpu.memory = reader.get_size(n, at("memory"));
   if (YAML::Node n = field("hbm_bandwidth")) gpu.hbm_bandwidth = reader.get_bandwidth(n, at("hbm_bandwidth"));
+  // Optional even in the catalogue: only GPUs with a published stream measurement have it.
+  if (YAML::Node n = map["hbm_efficiency"]) {
+    gpu.hbm_efficiency = reader.get_number(n, at("hbm_efficiency"));
+    if (!(gpu.hbm_efficiency > 0 && gpu.hbm_efficiency <= 1))
+      reader.fail(at("hbm_efficiency"), n, "hbm_efficiency is the fraction of hbm_bandwidth streaming kernels reach",
+                  "give a number in (0, 1], e.g. hbm_efficiency: 0.86");
+  }
   if (YAML::Node n = field("l2_size")) gpu.l2_size = reader.get_size(n, at("l2_size"));
   if (YAML::Node n = field("l2_bandwidth")) gpu.l2_bandwidth = reader.get_bandwidth(n, at("l2_bandwidth"));
   if (YAML::Node n = field("fp32_flops")) gpu.fp32_flops = reader.get_number(n, at("fp32_flops"));

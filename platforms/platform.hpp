@@ -52,6 +52,9 @@ struct GpuModel {
   int sm_count = 0;
   Bytes memory = 0;
   BytesPerSecond hbm_bandwidth = 0;
+  /// Measured fraction of hbm_bandwidth that streaming kernels reach (0 = the architecture's
+  /// figure, models/compute/roofline.cpp)
+  double hbm_efficiency = 0;
   Bytes l2_size = 0;
   BytesPerSecond l2_bandwidth = 0;   ///< measured L2 hit bandwidth (compute models' L2 roof)
   double fp32_flops = 0;       ///< dense FLOP/s

@@ -14,7 +14,9 @@
 /// Bytes per (table, sample): 32 table offsets + 64 offsets + r(4 L) indices + r(e D) output
 /// from DRAM, L r(e D) of rows split between L2 (hits) and DRAM (misses), r = round up to 32 B.
 /// time = max(DRAM time, L2 bytes / l2_bandwidth) * (1 if D > 64, 1.1 if D > 32, else 1.55);
-/// the factor is the source's empirical penalty for narrow rows (warp divergence).
+/// the factor is the source's empirical penalty for narrow rows (warp divergence). A kernel that
+/// casts as it pools (`output_bytes`, e.g. NVIDIA DLE's joint_fused gather writing fp16 rows of an
+/// fp32 table under AMP) writes r(o D) per output instead of r(e D) (an extension of the source).
 ///
 /// Backward (SGD). Warps per SM start at 32 and halve while warps * 512 B * ceil(D/128) reach
 /// 2/3 of the SM's shared memory; tables at once = ceil(sm_count * warps / B); each table's L2
@@ -137,6 +139,11 @@ class EmbeddingModel : public KernelModel {
 
 class EmbeddingForward : public EmbeddingModel {
  public:
+  std::vector<KernelParam> params() const override {
+    std::vector<KernelParam> p = embedding_params();
+    p.push_back({"output_bytes", "bytes per output element when the kernel casts as it pools (0: the rows' own)", 0.0, 0});
+    return p;
+  }
   KernelCost cost(const KernelSpec& spec, const platforms::GpuModel& gpu) const override {
     const Lookup s = lookup_of(spec);
     const double warps = gpu.sm_count * std::floor(sm_limits(gpu.sm_version).warps * 0.71);
@@ -147,7 +154,8 @@ class EmbeddingForward : public EmbeddingModel {
                                                    : histogram_hit_rate(spec.histogram, s.lookups(), resident);
 
     const Bytes row = round_up_32(s.element * s.dim);
-    const Bytes per_sample = 32 + 64 + round_up_32(4 * s.pooling) + row;  // offsets, indices, output
+    const double output_element = spec.param("output_bytes") > 0 ? spec.param("output_bytes") : s.element;
+    const Bytes per_sample = 32 + 64 + round_up_32(4 * s.pooling) + round_up_32(output_element * s.dim);
     const Bytes l2 = s.tables * s.batch * hit_rate * s.pooling * row;
     const Bytes dram = s.tables * s.batch * (per_sample + (1 - hit_rate) * s.pooling * row);
     const double narrow_rows = s.dim > 64 ? 1 : s.dim > 32 ? 1.1 : 1.55;

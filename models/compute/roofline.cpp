@@ -25,7 +25,8 @@
 ///  - HBM: Lin et al.'s measured peak DRAM bandwidth (papers.md §3.1, ml_perf_model utils.py):
 ///    A100-40GB 1391.1 of 1555 GB/s, V100 816.95 of 900, P100 543.4 of 732; Hopper from the
 ///    STREAM triad of github.com/te42kyfo/gpu-benches (cuda-stream/h100_pcie.txt): 1832 of
-///    2000 GB/s.
+///    2000 GB/s. A GPU whose own stream rate is published overrides its architecture's figure
+///    (gpus.yaml hbm_efficiency).
 #include "models/compute/roofline.hpp"
 
 #include <algorithm>
@@ -40,10 +41,12 @@ const ArchEfficiency& arch_efficiency(platforms::GpuArch arch) {
   // Pascal, Volta and Turing have no FP8 units (fp8 runs at the 16-bit rate, see peak_flops)
   // and no FlashAttention-2 (sm80+); their figures are calibration inputs (estimates) until
   // `stepsim calibrate` measures them.
-  // Volta's SGEMM: 14 of 15.7 TFLOP/s measured (fp32 8192^3 torch.matmul on a V100,
-  // github.com/mli/transformers-benchmarks README, "MatMul FP32 / FP16: 14 / 95").
+  // Volta's GEMMs: 14 of 15.7 TFLOP/s (SGEMM) and 95 of 125 (fp16 tensor cores) measured with
+  // 8192^3 torch.matmul on a V100 (github.com/mli/transformers-benchmarks README, "MatMul FP32 /
+  // FP16: 14 / 95").
   static const ArchEfficiency pascal{128, 128, 0.75, 0.75, 0.75, kUnaligned, 0.30, 0.25, 543.4 / 732};
-  static const ArchEfficiency volta{128, 128, 0.80, 0.80, 14.0 / 15.7, kUnaligned, 0.30, 0.25, 816.95 / 900};
+  static const ArchEfficiency volta{128, 128, 95.0 / 125, 95.0 / 125, 14.0 / 15.7, kUnaligned, 0.30, 0.25,
+                                    816.95 / 900};
   static const ArchEfficiency turing{128, 128, 0.80, 0.80, 0.80, kUnaligned, 0.30, 0.25, 0.90};
   constexpr double kAmpereMamf = 267.9 / 312, kHopperMamf = 794.5 / 989, kBlackwellMamf = 1745.0 / 2250;
   // Ampere: attention backward 0.55 is a calibration input within FA2's reported 50-73 %.
@@ -85,7 +88,8 @@ double wave_utilisation(double ctas, int sm_count) {
 }
 
 Seconds hbm_time(Bytes bytes, const platforms::GpuModel& gpu) {
-  return bytes / (gpu.hbm_bandwidth * arch_efficiency(gpu.arch).hbm);
+  const double efficiency = gpu.hbm_efficiency > 0 ? gpu.hbm_efficiency : arch_efficiency(gpu.arch).hbm;
+  return bytes / (gpu.hbm_bandwidth * efficiency);
 }
 
 KernelCost roofline(double flops, Seconds compute_time, Bytes bytes, const platforms::GpuModel& gpu) {

@@ -86,6 +86,8 @@ std::vector<Case> cases() {
        {"bad.yaml: gpu.power_limit_watts", "350 W is above the TDP of 300 W"}},
       {"power limit, no measured draws", kGood, {"gpu.tdp_watts=300", "gpu.power_limit_watts=250"},
        {"bad.yaml: gpu.power_limit_watts", "measured training_power_watts and idle_power_watts", "power-trace"}},
+      {"stream rate above the datasheet", kGood, {"gpu.hbm_efficiency=1.2"},
+       {"bad.yaml: gpu.hbm_efficiency (set by -p gpu.hbm_efficiency=1.2)", "fraction of hbm_bandwidth", "(0, 1]"}},
       {"zero watts", kGood, {"gpu.tdp_watts=0"}, {"bad.yaml: gpu.tdp_watts (set by -p gpu.tdp_watts=0)", "> 0 watts"}},
       {"bad fabric kind", kGood, {"nodes=2", "fabric.kind=torus"}, {"bad.yaml: fabric.kind (set by -p fabric.kind=torus)", "fat-tree, rail-optimized"}},
       {"-p into a value", kGood, {"version.x=1"}, {"-p version.x=1", "not a section"}},

@@ -519,6 +519,10 @@ class DlrmBuilder {
     // section's lookups run while it is in flight.
     const bool dle_exchange = any_exchange() && c_.bottom_on_rank0;
     const double received_values = b * (features() + 1) * c_.embedding_dim;
+    // JointSparseEmbedding.forward adds each table's row offset to the indices (a PyTorch add over
+    // the rank's int64 indices); joint_fused's gather adds them itself.
+    if (joint_sparse(groups) && !joint_fused(groups))
+      rank.kernel("embedding_index_offsets", pass_spec(rank_lookups(groups), 8, 8));
     for (std::size_t s = 0; s < sections_.size(); ++s) {
       for (std::size_t g = 0; g < groups.size(); ++g) {
         if (groups[g].section != s) continue;
@@ -533,14 +537,16 @@ class DlrmBuilder {
           }
           continue;
         }
-        rank.kernel("embedding_forward" + suffix(g), embedding("embedding_forward", groups[g], groups[g].batch));
+        KernelSpec lookup = embedding("embedding_forward", groups[g], groups[g].batch);
+        if (joint_fused(groups)) lookup.params["output_bytes"] = act_bytes_;
+        rank.kernel("embedding_forward" + suffix(g), std::move(lookup));
         // PyTorch's embedding ops return the weights' fp32; under AMP the pooled rows are cast to
         // fp16 for the all-to-all (fused kernels such as FBGEMM's write fp16 directly).
         if (sparse_gradient() && act_bytes_ < 4 && !joint_sparse(groups))
           rank.kernel("embedding_output_cast" + suffix(g), pass_spec(values, 4, act_bytes_));
       }
       if (s + 1 == sections_.size()) {  // one section only, where these apply (dlrm_config refuses the rest)
-        if (joint_sparse(groups) && act_bytes_ < 4)
+        if (joint_sparse(groups) && !joint_fused(groups) && act_bytes_ < 4)
           rank.kernel("embedding_output_cast", pass_spec(local_values, 4, act_bytes_));
         // PyTorch's per-table outputs are stacked into one tensor (a copy), then cast under AMP.
         if (c_.torch_embedding_bag && local_values > 0) {
@@ -678,8 +684,15 @@ class DlrmBuilder {
       for (std::size_t s = 0; s < sections_.size(); ++s) wait_exchange(s);
     if (c_.torch_embedding_bag && !groups.empty() && act_bytes_ < embedding_bytes)
       rank.kernel("embedding_grad_cast", widening_cast(local_values, act_bytes_, embedding_bytes));
-    if (joint_sparse(groups) && act_bytes_ < 4)
+    if (joint_fused(groups)) {
+      // gather_gpu_fused_bwd: the indices plus row offsets, and the pooled gradient copied into
+      // the sparse gradient's fp32 values (a cast under AMP, a plain copy in fp32; DLE's own
+      // kernel, four elements per vector load).
+      rank.kernel("embedding_index_offsets", pass_spec(rank_lookups(groups), 8, 8));
+      rank.kernel("embedding_grad_copy", pass_spec(local_values, act_bytes_, 4));
+    } else if (joint_sparse(groups) && act_bytes_ < 4) {
       rank.kernel("embedding_grad_cast", widening_cast(local_values, act_bytes_, 4));
+    }
     for (std::size_t g = 0; g < groups.size(); ++g) {
       wait_exchange(groups[g].section);
       if (c_.torch_embedding_bag) {
@@ -734,6 +747,21 @@ class DlrmBuilder {
   bool joint_sparse(const std::vector<LookupGroup>& groups) const {
     return sparse_gradient() && !c_.torch_embedding_bag && !groups.empty() &&
            std::all_of(groups.begin(), groups.end(), [&](const LookupGroup& g) { return g.dim == groups.front().dim; });
+  }
+
+  /// NVIDIA DLE's main.py (validate_flags) resolves embedding_type custom_cuda to joint_fused in a
+  /// single process with 26 tables of dimension 128, else to joint_sparse. joint_fused's gather
+  /// (cuda_src/gather_gpu_fused.cu) adds the row offsets and casts to fp16 as it reads; its
+  /// backward adds the offsets again and copies the gradient into fp32 values.
+  bool joint_fused(const std::vector<LookupGroup>& groups) const {
+    return joint_sparse(groups) && n_ == 1 && features() == 26 && groups.front().dim == 128;
+  }
+
+  /// The rank's lookups (one int64 index each) over its groups.
+  static double rank_lookups(const std::vector<LookupGroup>& groups) {
+    double lookups = 0;
+    for (const LookupGroup& g : groups) lookups += g.batch * g.tables * g.pooling;
+    return lookups;
   }
 
   bool sparse_gradient() const {

@@ -761,6 +761,20 @@ TEST_F(Dlrm, PresetDoesNotFitOneGpu) {
   }
 }
 
+// DLE's small model on one GPU: all 26 FL15 tables (32,709,138 rows of 128 fp32 = 16.75 GB) on
+// rank 0, joint_fused's gradient copy over all 65,536 x 26 pooled rows, no communication.
+TEST_F(Dlrm, SmallPresetRunsOnOneGpu) {
+  const platforms::Allocation one = platforms::parse_allocation("0", platform_);
+  const Trace t = load_workload("dlrm-criteo-1tb-small", JobContext{platform_, one});
+  double rows = 0;
+  for (const auto* k : kernels(t, 0, "embedding_forward")) rows += k->param("tables") * k->param("rows");
+  EXPECT_DOUBLE_EQ(rows, 32709138);
+  const auto copy = kernels_named(t, 0, "embedding_grad_copy");
+  ASSERT_EQ(copy.size(), 1u);
+  EXPECT_DOUBLE_EQ(copy[0]->param("elements"), 65536.0 * 26 * 128);
+  for (const Op& o : t.program(0).ops) EXPECT_NE(o.kind, OpKind::collective);
+}
+
 TEST_F(Dlrm, GenerationIsDeterministic) {
   const std::string text = small_dlrm("{rows: [100, 200, 300, 400, 500]}", "{global_batch: 1024}",
                                       "sharding: {planner: random, seed: 5}\nindex_distribution: {kind: zipf, alpha: 1.05}\n");
@@ -1119,6 +1133,47 @@ TEST_F(Dlrm, DleUpdatesARanksTablesAsOneSparseParameter) {
     }
   }
   EXPECT_TRUE(some_rank_has_groups) << "the case must split a rank's tables into lookup groups";
+}
+
+// DLE's main.py picks joint_fused in one process with 26 tables of dimension 128: the gather
+// writes fp16 itself (no cast kernel), and the backward adds the row offsets and copies the
+// pooled gradient into fp32 values whatever the precision; with two processes (joint_sparse) the
+// offsets are added once before the gather and the casts are separate kernels.
+TEST_F(Dlrm, DleSingleProcessUsesTheJointFusedEmbedding) {
+  std::string rows = "{rows: [";
+  for (int t = 0; t < 26; ++t) rows += std::string(t ? ", " : "") + std::to_string(1000 + t);
+  rows += "]}";
+  std::string text = small_dlrm(rows, "{global_batch: 1024, dtype: DTYPE, embedding_gradient: sparse}");
+  text.replace(text.find("embedding_dim: 16"), 17, "embedding_dim: 128");
+  text.replace(text.find("bottom_mlp: [32, 16]"), 20, "bottom_mlp: [32, 128]");
+  const auto with_dtype = [&](const std::string& dtype) {
+    std::string d = text;
+    return d.replace(d.find("DTYPE"), 5, dtype);
+  };
+  const auto named = [](const Trace& t, int r, const std::string& name) { return kernels_named(t, r, name); };
+  for (const std::string dtype : {"fp16", "fp32"}) {
+    const Trace one = parse(with_dtype(dtype), "0");
+    const double lookups = 1024 * 26, values = lookups * 128;
+    EXPECT_TRUE(named(one, 0, "embedding_output_cast").empty()) << dtype;
+    EXPECT_TRUE(named(one, 0, "embedding_grad_cast").empty()) << dtype;
+    const auto offsets = named(one, 0, "embedding_index_offsets");
+    ASSERT_EQ(offsets.size(), 1u) << dtype << ": backward only, the gather adds them forward";
+    EXPECT_DOUBLE_EQ(offsets[0]->param("elements"), lookups);
+    const auto copy = named(one, 0, "embedding_grad_copy");
+    ASSERT_EQ(copy.size(), 1u) << dtype;
+    EXPECT_DOUBLE_EQ(copy[0]->param("elements"), values);
+    EXPECT_DOUBLE_EQ(copy[0]->param("bytes_read"), dtype == "fp16" ? 2 : 4);
+    for (const auto* k : kernels(one, 0, "embedding_forward"))
+      EXPECT_DOUBLE_EQ(k->param("output_bytes"), dtype == "fp16" ? 2 : 4) << dtype;
+  }
+  const Trace two = parse(with_dtype("fp16"), "0,1");
+  for (int r = 0; r < 2; ++r) {
+    if (kernels(two, r, "embedding_forward").empty()) continue;
+    EXPECT_TRUE(named(two, r, "embedding_grad_copy").empty());
+    EXPECT_EQ(named(two, r, "embedding_index_offsets").size(), 1u) << "rank " << r;
+    EXPECT_EQ(named(two, r, "embedding_output_cast").size(), 1u) << "rank " << r;
+    for (const auto* k : kernels(two, r, "embedding_forward")) EXPECT_EQ(k->param("output_bytes"), 0);
+  }
 }
 
 // In fp32 nothing is scaled: no GradScaler op, no host sync but the loop's own synchronize and
