@@ -28,24 +28,37 @@ nlohmann::json to_json(const sweep::ShardingRanking& r) {
                     {"iteration_time_s", c.iteration_time},
                     {"throughput_samples_per_s", c.throughput},
                     {"max_lookup_bytes", c.max_lookup_bytes},
+                    {"plan", c.plan},
+                    {"plan_text", c.plan_text},
                     {"placement", c.placement}});
   return {{"tables", r.tables}, {"exhaustive", r.exhaustive}, {"exhaustive_note", r.exhaustive_note},
           {"skipped", r.skipped}, {"ranking", rows}};
+}
+
+/// A whole-table row's placement, else its plan (TorchRec's per-table list where it made one).
+std::string plan_of(const sweep::ShardingCandidate& c) {
+  if (!c.placement.empty()) return sweep::placement_text(c.placement);
+  return c.plan_text.empty() ? c.plan : c.plan_text;
 }
 
 void print_text(const sweep::ShardingRanking& r, const RankShardingArgs& args) {
   std::cout << fmt::format("{} on {} ({} tables), ranked by predicted iteration time (analytical engine)\n",
                            args.workload, args.platform.platform, r.tables);
   std::cout << fmt::format("{:<4} {:<20} {:>14} {:>16} {:>16}  {}\n", "rank", "planner", "iteration_s",
-                           "samples/s", "max_lookup_MB", "placement (rank of each table)");
+                           "samples/s", "max_lookup_MB", "placement (rank of each table) or plan");
   int i = 0;
   for (const sweep::ShardingCandidate& c : r.rows)
-    std::cout << fmt::format("{:<4} {:<20} {:>14.6f} {:>16.0f} {:>16.1f}  {}\n", ++i, c.planner, c.iteration_time,
-                             c.throughput, c.max_lookup_bytes / 1e6, sweep::placement_text(c.placement));
+    std::cout << fmt::format("{:<4} {:<20} {:>14.6f} {:>16.0f} {:>16}  {}\n", ++i, c.planner, c.iteration_time,
+                             c.throughput, c.placement.empty() ? "-" : fmt::format("{:.1f}", c.max_lookup_bytes / 1e6),
+                             plan_of(c));
   std::cout << "exhaustive search: " << r.exhaustive_note << "\n";
   for (const std::string& s : r.skipped) std::cout << "skipped " << s << "\n";
-  std::cout << "best plan: " << r.rows.front().planner << " -> -p workload.sharding.placement="
-            << sweep::placement_text(r.rows.front().placement) << "\n";
+  const sweep::ShardingCandidate& best = r.rows.front();
+  std::cout << "best plan: " << best.planner << " -> "
+            << (best.placement.empty()
+                    ? "-p workload.sharding.plan=" + best.plan + (best.plan_text.empty() ? "" : " (" + best.plan_text + ")")
+                    : "-p workload.sharding.placement=" + sweep::placement_text(best.placement))
+            << "\n";
 }
 
 int run(RankShardingArgs args) {
@@ -80,7 +93,9 @@ Action add_rank_sharding_command(CLI::App& command) {
   auto args = std::make_shared<RankShardingArgs>();
   add_platform_options(command, args->platform);
   command.add_option("workload", args->workload, "DLRM workload preset name or YAML file (kind: dlrm)")->required();
-  command.add_option("--planners", args->planners, "all (default) or a comma-separated list of table-wise planners");
+  command.add_option("--planners", args->planners,
+                     "all (default) or a comma-separated list of table-wise planners and plans (row_wise, column_wise, "
+                     "data_parallel, torchrec)");
   command.add_option("--exhaustive-max-tables", args->exhaustive_max_tables,
                      "Also search every placement when tables <= N (default 8) and ranks^tables <= 50,000")
       ->check(CLI::NonNegativeNumber);

@@ -24,20 +24,24 @@ std::vector<double> numbers_after(const std::string& note, const std::string& ke
   return out;
 }
 
+// The dlrm generator's notes of a plan (dlrm.cpp, describe_table_plan).
+constexpr const char* kTorchrecPlan = "TorchRec's plan (usable as sharding.plan): ";
+
 class Evaluator {
  public:
   Evaluator(const ShardingRankingRequest& request, const platforms::Platform& platform,
             const platforms::Allocation& allocation)
       : request_(request), platform_(platform), allocation_(allocation), job_{platform, allocation} {}
 
-  /// Simulates the workload with `extra` overrides after the caller's.
-  ShardingCandidate run(const std::string& name, const std::vector<std::string>& extra) const {
+  /// Simulates the workload with sharding.plan `plan` and `extra` overrides after the caller's.
+  ShardingCandidate run(const std::string& name, const std::string& plan, const std::vector<std::string>& extra) const {
     std::vector<std::string> overrides = request_.overrides;
-    overrides.push_back("sharding.plan=table_wise");
+    overrides.push_back("sharding.plan=" + plan);
     overrides.insert(overrides.end(), extra.begin(), extra.end());
     const workloads::Trace trace = workloads::load_workload(request_.workload, job_, overrides);
     ShardingCandidate c;
     c.planner = name;
+    c.plan = plan;
     // The dlrm generator states its table-wise plan in one note of a fixed form (dlrm.cpp,
     // describe_placement): the placement and each rank's lookup bytes.
     for (const std::string& note : trace.notes) {
@@ -47,7 +51,9 @@ class Evaluator {
       const std::vector<double> lookup = numbers_after(note, "lookup bytes per rank: [");
       c.max_lookup_bytes = lookup.empty() ? 0 : *std::max_element(lookup.begin(), lookup.end());
     }
-    if (c.placement.empty())
+    for (const std::string& note : trace.notes)
+      if (note.rfind(kTorchrecPlan, 0) == 0) c.plan_text = note.substr(std::string(kTorchrecPlan).size());
+    if (c.placement.empty() && plan == "table_wise")
       throw ConfigError(request_.workload, "is not a dlrm workload with table-wise sharding",
                         "rank-sharding ranks DLRM embedding plans: give a kind: dlrm workload");
     const sim::Prediction p = sim::replay(trace, {platform_, allocation_}, {});
@@ -71,7 +77,7 @@ void exhaustive(const Evaluator& eval, int tables, int ranks, ShardingRanking& o
   for (bool more = true; more;) {
     ++tried;
     try {
-      ShardingCandidate c = eval.run("exhaustive", {"sharding.placement=" + placement_text(placement)});
+      ShardingCandidate c = eval.run("exhaustive", "table_wise", {"sharding.placement=" + placement_text(placement)});
       ++fit;
       if (fit == 1 || c.iteration_time < best.iteration_time) best = std::move(c);
     } catch (const ConfigError&) {
@@ -91,6 +97,11 @@ void exhaustive(const Evaluator& eval, int tables, int ranks, ShardingRanking& o
 
 }  // namespace
 
+const std::vector<std::string>& other_sharding_plans() {
+  static const std::vector<std::string> plans = {"row_wise", "column_wise", "data_parallel", "torchrec"};
+  return plans;
+}
+
 std::string placement_text(const std::vector<int>& placement) {
   std::string out = "[";
   for (std::size_t i = 0; i < placement.size(); ++i) {
@@ -103,19 +114,22 @@ std::string placement_text(const std::vector<int>& placement) {
 ShardingRanking rank_sharding(const ShardingRankingRequest& request, const platforms::Platform& platform,
                               const platforms::Allocation& allocation) {
   std::vector<std::string> planners = request.planners;
-  std::vector<std::string> known;
-  for (const workloads::PlannerInfo& p : workloads::sharding_planners()) known.push_back(p.name);
+  std::vector<std::string> table_wise, known;
+  for (const workloads::PlannerInfo& p : workloads::sharding_planners()) table_wise.push_back(p.name);
+  known = table_wise;
+  known.insert(known.end(), other_sharding_plans().begin(), other_sharding_plans().end());
   if (planners.empty()) planners = known;
   for (const std::string& p : planners)
     if (std::find(known.begin(), known.end(), p) == known.end())
-      throw ConfigError("--planners " + p, "unknown planner", "use all or some of: " + platforms::join(known));
+      throw ConfigError("--planners " + p, "unknown planner or plan", "use all or some of: " + platforms::join(known));
 
   const Evaluator eval(request, platform, allocation);
   ShardingRanking out;
   for (const std::string& p : planners) {
+    const bool whole = std::find(table_wise.begin(), table_wise.end(), p) != table_wise.end();
     try {
-      out.rows.push_back(eval.run(p, {"sharding.planner=" + p}));
-      out.tables = static_cast<int>(out.rows.back().placement.size());
+      out.rows.push_back(whole ? eval.run(p, "table_wise", {"sharding.planner=" + p}) : eval.run(p, p, {}));
+      if (whole) out.tables = static_cast<int>(out.rows.back().placement.size());
     } catch (const ConfigError& e) {
       out.skipped.push_back(p + ": " + e.what());
     }
@@ -127,7 +141,9 @@ ShardingRanking rank_sharding(const ShardingRankingRequest& request, const platf
                       "give a kind: dlrm workload whose tables fit, e.g. on more GPUs");
   const int ranks = allocation.ranks();
   const double placements = std::pow(static_cast<double>(ranks), out.tables);
-  if (out.tables > request.exhaustive_max_tables)
+  if (out.tables == 0)
+    out.exhaustive_note = "not run: no table-wise planner ran (it searches their placements)";
+  else if (out.tables > request.exhaustive_max_tables)
     out.exhaustive_note = "not run: " + std::to_string(out.tables) + " tables > --exhaustive-max-tables " +
                           std::to_string(request.exhaustive_max_tables);
   else if (placements > request.max_placements)

@@ -20,6 +20,7 @@
 #include "models/compute/elementwise.hpp"
 #include "platforms/config_error.hpp"
 #include "workloads/generators/dlrm_config.hpp"
+#include "workloads/generators/dlrm_torchrec_planner.hpp"
 #include "workloads/generators/dlrm_memory.hpp"
 #include "workloads/generators/dlrm_sharding.hpp"
 #include "workloads/generators/dlrm_trace.hpp"
@@ -80,6 +81,7 @@ class DlrmBuilder {
 
   Trace build() {
     check_batch();
+    act_bytes_ = c_.dtype == Dtype::fp16 || c_.dtype == Dtype::bf16 ? 2 : 4;
     plan_ = make_plan();
     for (ShardingKind kind : plan_.kinds()) {
       Section section{kind, {}};
@@ -87,7 +89,6 @@ class DlrmBuilder {
         if (plan_.tables[t].kind == kind) section.tables.push_back(static_cast<int>(t));
       sections_.push_back(section);
     }
-    act_bytes_ = c_.dtype == Dtype::fp16 || c_.dtype == Dtype::bf16 ? 2 : 4;
     for (std::size_t t = 0; t < c_.tables.size(); ++t) {
       const TableEntry& e = c_.tables[t];
       const double lookups = lookup_batch(static_cast<int>(t)) * e.table.pooling;
@@ -170,6 +171,12 @@ class DlrmBuilder {
     const YAML::Node sharding = doc_["sharding"];
     request.where = reader_.where("sharding", sharding ? sharding : YAML::Node());
     if (c_.plan == "per_table") return plan_sharding(request);
+    if (c_.plan == "torchrec") {
+      request.per_table = torchrec_plan(request, torchrec_inputs());
+      ShardingPlan plan = plan_sharding(request);
+      plan.planner = "torchrec";
+      return plan;
+    }
     if (c_.plan != "auto") {
       request.kind = *sharding_kind(c_.plan);  // dlrm_config accepts kinds' names only
       return plan_sharding(request);
@@ -183,6 +190,30 @@ class DlrmBuilder {
       request.kind = ShardingKind::row_wise;
       return plan_sharding(request);
     }
+  }
+
+  /// TorchRec's Topology from the platform: the GPU's datasheet HBM rate, its NVLinks' summed
+  /// rate within a node (without NVLink, the rated links of its first GPU together), its share
+  /// of the node's NICs across nodes; the exchanges' element.
+  TorchrecPlannerInputs torchrec_inputs() const {
+    const platforms::Platform& p = job_.platform;
+    TorchrecPlannerInputs in;
+    in.batch_per_rank = static_cast<double>(c_.global_batch) / n_;
+    in.output_bytes = act_bytes_;
+    in.hbm = p.gpu().hbm_bandwidth;
+    in.intra_node = p.gpu().nvlink_bandwidth_per_link * p.gpu().nvlinks;
+    if (in.intra_node <= 0)
+      for (const platforms::Link& l : p.node().links)
+        if (l.a == p.node().gpus.front() || l.b == p.node().gpus.front()) in.intra_node += l.datasheet_bandwidth;
+    in.inter_node = p.fabric().nic_bandwidth * static_cast<double>(p.node().nics.size()) / p.gpus_per_node();
+    // Nodes as equal contiguous blocks of ranks, else (an uneven allocation) one block: no
+    // table_row_wise option.
+    int per_node = 0;
+    for (int r = 0; r < n_; ++r) per_node += job_.node_of(r) == job_.node_of(0);
+    bool even = n_ % per_node == 0;
+    for (int r = 0; r < n_ && even; ++r) even = job_.node_of(r) == job_.node_of(r - r % per_node);
+    in.ranks_per_node = even ? per_node : n_;
+    return in;
   }
 
   bool has_bottom(int rank) const { return !c_.bottom_on_rank0 || rank == 0; }
@@ -1056,7 +1087,7 @@ class DlrmBuilder {
     if (kind) {
       plan += to_string(*kind);
     } else {
-      plan += "per table (sharding.plan):";
+      plan += c_.plan == "torchrec" ? "per table (TorchRec's planner):" : "per table (sharding.plan):";
       for (const Section& s : sections_)
         plan += fmt::format(" {} {}{}", s.tables.size(), to_string(s.kind), &s == &sections_.back() ? "" : ",");
       plan += ", each kind looked up and exchanged on its own";
@@ -1069,6 +1100,7 @@ class DlrmBuilder {
                                    ")";
     trace_.note(plan + "; per rank: " + describe_ranks());
     if (kind == ShardingKind::table_wise) trace_.note(describe_placement());
+    else if (c_.plan == "torchrec") trace_.note(describe_table_plan());
     for (std::size_t s = 0; s < sections_.size(); ++s) {
       if (!exchanges(s) || (sections_[s].kind != ShardingKind::table_wise && sections_[s].kind != ShardingKind::column_wise))
         continue;
@@ -1200,6 +1232,18 @@ class DlrmBuilder {
     for (std::size_t t = 0; t < rank_of.size(); ++t) ranks += (t ? "," : "") + std::to_string(rank_of[t]);
     for (std::size_t r = 0; r < lookup.size(); ++r) bytes += (r ? "," : "") + std::to_string(std::llround(lookup[r]));
     return "table placement (usable as sharding.placement): [" + ranks + "]; lookup bytes per rank: [" + bytes + "]";
+  }
+
+  /// Every table's sharding as a per-table sharding.plan would list it.
+  std::string describe_table_plan() const {
+    std::string out = "TorchRec's plan (usable as sharding.plan): [";
+    for (std::size_t t = 0; t < plan_.tables.size(); ++t) {
+      const TableSharding& s = plan_.tables[t];
+      std::string ranks;
+      for (int r : s.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      out += fmt::format("{}{{table: {}, type: {}, ranks: [{}]}}", t ? ", " : "", t, to_string(s.kind), ranks);
+    }
+    return out + "]";
   }
 
   std::string describe_ranks() const {

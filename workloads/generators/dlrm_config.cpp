@@ -98,7 +98,7 @@ std::vector<double> zipf_reuse_histogram(double rows, double alpha, double looku
   return mass;
 }
 
-const std::vector<std::string> kPlans = {"table_wise", "row_wise", "column_wise", "data_parallel", "auto"};
+const std::vector<std::string> kPlans = {"table_wise", "row_wise", "column_wise", "data_parallel", "auto", "torchrec"};
 
 class ConfigReader {
  public:
@@ -124,9 +124,10 @@ class ConfigReader {
               "use embedding_kernel: fused, or another sharding.plan");
     // TorchRec's per-table plans run FBGEMM's fused kernels; PyTorch's own and DLE's sparse
     // gradients are modelled for one sharding type of sharded tables.
-    if (c_.plan == "per_table" && (c_.torch_embedding_bag || c_.sparse_embedding_gradient))
+    if ((c_.plan == "per_table" || c_.plan == "torchrec") && (c_.torch_embedding_bag || c_.sparse_embedding_gradient))
       r_.fail("sharding.plan", doc_["sharding"]["plan"],
-              std::string("a per-table plan of several sharding types is modelled with FBGEMM's fused kernels, not ") +
+              std::string("a per-table plan") + (c_.plan == "torchrec" ? " (TorchRec's planner)" : " of several sharding types") +
+                  " is modelled with FBGEMM's fused kernels, not " +
                   (c_.torch_embedding_bag ? "model.embedding_kernel: torch" : "training.embedding_gradient: sparse"),
               "use embedding_kernel: fused and embedding_gradient: fused, or one sharding type for every table");
     return c_;

@@ -13,6 +13,7 @@
 #include "platforms/loader.hpp"
 #include "workloads/generators/dlrm_config.hpp"
 #include "workloads/generators/dlrm_sharding.hpp"
+#include "workloads/generators/dlrm_torchrec_planner.hpp"
 #include "workloads/workload.hpp"
 
 namespace stepsim::workloads {
@@ -678,6 +679,108 @@ TEST(DlrmPlanners, UnknownPlannerListsTheKnownOnes) {
     EXPECT_NE(what.find("unknown planner 'best'"), std::string::npos) << what;
     EXPECT_NE(what.find("size_lookup_greedy"), std::string::npos) << what;
   }
+}
+
+// ---------------------------------------------------------------- plan: torchrec
+
+TorchrecPlannerInputs torchrec_topology(int per_node) {
+  TorchrecPlannerInputs in;
+  in.batch_per_rank = 1024;
+  in.hbm = 1.5e12;
+  in.intra_node = 300e9;
+  in.inter_node = 50e9;
+  in.ranks_per_node = per_node;
+  return in;
+}
+
+// Equal tables with room to spare: each table whole on one rank (replicating or splitting only
+// adds communication), and the greedy partition spreads them evenly, two per rank.
+TEST(TorchrecPlanner, EqualTablesSpreadEvenlyWhole) {
+  ShardingRequest r = request(tables_of_rows({1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6}, 128), 4, "");
+  const std::vector<TableSharding> plan = torchrec_plan(r, torchrec_topology(4));
+  ASSERT_EQ(plan.size(), 8u);
+  std::map<int, int> per_rank;
+  for (const TableSharding& t : plan) {
+    ASSERT_EQ(t.kind, ShardingKind::table_wise);
+    ASSERT_EQ(t.ranks.size(), 1u);
+    ++per_rank[t.ranks[0]];
+  }
+  EXPECT_EQ(per_rank, (std::map<int, int>{{0, 2}, {1, 2}, {2, 2}, {3, 2}}));
+}
+
+// A table larger than one GPU's room cannot stay whole: it is split (rows or columns) while the
+// small ones stay whole; the result is a valid per-table plan that fits, the same every time.
+TEST(TorchrecPlanner, TableLargerThanAGpuIsSplit) {
+  ShardingRequest r = request(tables_of_rows({4e6, 1e5, 1e5, 1e5}, 256), 4, "");
+  r.gpu_memory = 3e9;  // the 4M x 256 fp32 table is 4.1 GB
+  const std::vector<TableSharding> plan = torchrec_plan(r, torchrec_topology(4));
+  EXPECT_TRUE(plan[0].kind == ShardingKind::row_wise || plan[0].kind == ShardingKind::column_wise)
+      << to_string(plan[0].kind);
+  r.per_table = plan;
+  const ShardingPlan checked = plan_sharding(r);
+  for (Bytes b : checked.bytes_of_rank) EXPECT_LE(b, 3e9);
+  const std::vector<TableSharding> again = torchrec_plan(r, torchrec_topology(4));
+  for (std::size_t t = 0; t < plan.size(); ++t) {
+    EXPECT_EQ(again[t].kind, plan[t].kind);
+    EXPECT_EQ(again[t].ranks, plan[t].ranks);
+  }
+}
+
+// Across slow nodes a table too big for one GPU keeps its row blocks within one node
+// (table_row_wise: its reduce-scatter stays on NVLink, only the pooled sums cross), on one
+// whole node's ranks in order.
+TEST(TorchrecPlanner, NodeRowBlocksAreOneWholeNode) {
+  // 8M x 128 fp32 = 4.1 GB; 128 columns make one column block, so rows are what splits.
+  ShardingRequest r = request(tables_of_rows({8e6, 1e5, 1e5, 1e5}, 128), 4, "");
+  r.gpu_memory = 3e9;
+  r.node_of_rank = {0, 0, 1, 1};
+  TorchrecPlannerInputs in = torchrec_topology(2);
+  in.inter_node = 1e9;
+  const TableSharding big = torchrec_plan(r, in)[0];
+  ASSERT_EQ(big.kind, ShardingKind::table_row_wise);
+  EXPECT_TRUE(big.ranks == (std::vector<int>{0, 1}) || big.ranks == (std::vector<int>{2, 3}));
+}
+
+TEST(TorchrecPlanner, NothingFitsNamesTheFix) {
+  ShardingRequest r = request(tables_of_rows({1e7}, 256), 2, "");
+  r.gpu_memory = 1e9;
+  r.gpu_name = "A100-SXM4-40GB";
+  r.where = "w.yaml: sharding";
+  try {
+    torchrec_plan(r, torchrec_topology(2));
+    FAIL() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("w.yaml: sharding"), std::string::npos) << what;
+    EXPECT_NE(what.find("A100-SXM4-40GB"), std::string::npos) << what;
+    EXPECT_NE(what.find("more GPUs"), std::string::npos) << what;
+  }
+}
+
+// In a workload: the plan the generator notes, given back as sharding.plan, builds the same
+// trace; the planner refuses the sparse-gradient path it does not model.
+TEST_F(Dlrm, TorchrecPlanIsReusableAsAPerTablePlan) {
+  const std::string rows = "{rows: [200000, 1000, 1000, 50, 300000, 2000]}";
+  const std::string training = "{global_batch: 4096}";
+  const Trace planned = parse(small_dlrm(rows, training, "sharding: {plan: torchrec}\n"), "0-3");
+  std::string listed;
+  for (const std::string& n : planned.notes)
+    if (n.rfind("TorchRec's plan (usable as sharding.plan): ", 0) == 0) listed = n.substr(43);
+  if (listed.empty()) {  // an all-table-wise plan is noted as a placement
+    for (const std::string& n : planned.notes)
+      if (n.rfind("table placement (usable as sharding.placement): ", 0) == 0)
+        listed = "placement: " + n.substr(48, n.find(']') - 47);
+  } else {
+    listed = "plan: " + listed;
+  }
+  ASSERT_FALSE(listed.empty());
+  const Trace given = parse(small_dlrm(rows, training, "sharding: {" + listed + "}\n"), "0-3");
+  EXPECT_EQ(given.kernels, planned.kernels);
+  EXPECT_EQ(given.program_of_rank, planned.program_of_rank);
+  EXPECT_NE(error(small_dlrm(rows, "{global_batch: 4096, embedding_gradient: sparse}", "sharding: {plan: torchrec}\n"),
+                  "0-3")
+                .find("(TorchRec's planner) is modelled with FBGEMM's fused kernels"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------- the preset

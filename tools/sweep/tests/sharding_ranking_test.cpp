@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "platforms/config_error.hpp"
 #include "platforms/loader.hpp"
@@ -55,7 +56,8 @@ TEST_F(ShardingRankingTest, SortedAndExhaustiveIsNeverBehindAPlanner) {
     const ShardingRanking r = rank(gpus);
     ASSERT_TRUE(r.exhaustive) << gpus << ": " << r.exhaustive_note;
     EXPECT_EQ(r.tables, 5);
-    EXPECT_EQ(r.rows.size(), workloads::sharding_planners().size() + 1);
+    EXPECT_EQ(r.rows.size() + r.skipped.size(),
+              workloads::sharding_planners().size() + other_sharding_plans().size() + 1);
     EXPECT_TRUE(std::is_sorted(r.rows.begin(), r.rows.end(), [](const auto& a, const auto& b) {
       return a.iteration_time < b.iteration_time;
     }));
@@ -63,9 +65,10 @@ TEST_F(ShardingRankingTest, SortedAndExhaustiveIsNeverBehindAPlanner) {
     for (const ShardingCandidate& c : r.rows)
       if (c.planner == "exhaustive") best = c.iteration_time;
     for (const ShardingCandidate& c : r.rows) {
+      EXPECT_GT(c.throughput, 0);
+      if (c.plan != "table_wise") continue;  // the search covers whole-table placements only
       EXPECT_LE(best, c.iteration_time) << gpus << " " << c.planner;
       EXPECT_EQ(c.placement.size(), 5u);
-      EXPECT_GT(c.throughput, 0);
       EXPECT_GT(c.max_lookup_bytes, 0);
     }
   }
@@ -86,6 +89,26 @@ TEST_F(ShardingRankingTest, PlannerRowsReportTheirPlacement) {
     }
   }
   EXPECT_EQ(checked, 2);
+}
+
+// The plans besides the table-wise planners are ranked too, each run with its own
+// sharding.plan; TorchRec's planner reports the plan it chose.
+TEST_F(ShardingRankingTest, OtherPlansAreRankedBesideThePlanners) {
+  const ShardingRanking r = rank("0-3");
+  std::set<std::string> ran;
+  for (const ShardingCandidate& c : r.rows) {
+    ran.insert(c.planner);
+    if (c.plan == "table_wise") continue;
+    EXPECT_EQ(c.planner, c.plan);
+    if (c.plan == "torchrec") EXPECT_TRUE(!c.plan_text.empty() || c.placement.size() == 5u);
+    else EXPECT_TRUE(c.placement.empty()) << c.plan;
+  }
+  for (const std::string& plan : other_sharding_plans()) EXPECT_TRUE(ran.count(plan)) << plan;
+  ShardingRankingRequest only;
+  only.planners = {"torchrec"};
+  const ShardingRanking one = rank("0-3", only);
+  ASSERT_EQ(one.rows.size(), 1u);
+  EXPECT_FALSE(one.exhaustive);
 }
 
 TEST_F(ShardingRankingTest, Deterministic) {
