@@ -192,20 +192,24 @@ class DlrmBuilder {
     }
   }
 
-  /// TorchRec's Topology from the platform: the GPU's datasheet HBM rate, its NVLinks' summed
-  /// rate within a node (without NVLink, the rated links of its first GPU together), its share
-  /// of the node's NICs across nodes; the exchanges' element.
+  /// TorchRec's Topology: its defaults (dlrm_main.py passes world sizes only), or from the
+  /// platform: the GPU's datasheet HBM rate, its NVLinks' summed rate within a node (without
+  /// NVLink, the rated links of its first GPU together), its share of the node's NICs across
+  /// nodes; the exchanges' element.
   TorchrecPlannerInputs torchrec_inputs() const {
     const platforms::Platform& p = job_.platform;
-    TorchrecPlannerInputs in;
+    TorchrecPlannerInputs in = torchrec_default_topology();
+    if (c_.torchrec_platform_topology) {
+      in.hbm_cap = 0;
+      in.hbm = p.gpu().hbm_bandwidth;
+      in.intra_node = p.gpu().nvlink_bandwidth_per_link * p.gpu().nvlinks;
+      if (in.intra_node <= 0)
+        for (const platforms::Link& l : p.node().links)
+          if (l.a == p.node().gpus.front() || l.b == p.node().gpus.front()) in.intra_node += l.datasheet_bandwidth;
+      in.inter_node = p.fabric().nic_bandwidth * static_cast<double>(p.node().nics.size()) / p.gpus_per_node();
+    }
     in.batch_per_rank = static_cast<double>(c_.global_batch) / n_;
     in.output_bytes = act_bytes_;
-    in.hbm = p.gpu().hbm_bandwidth;
-    in.intra_node = p.gpu().nvlink_bandwidth_per_link * p.gpu().nvlinks;
-    if (in.intra_node <= 0)
-      for (const platforms::Link& l : p.node().links)
-        if (l.a == p.node().gpus.front() || l.b == p.node().gpus.front()) in.intra_node += l.datasheet_bandwidth;
-    in.inter_node = p.fabric().nic_bandwidth * static_cast<double>(p.node().nics.size()) / p.gpus_per_node();
     // Nodes as equal contiguous blocks of ranks, else (an uneven allocation) one block: no
     // table_row_wise option.
     int per_node = 0;

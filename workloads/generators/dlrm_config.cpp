@@ -139,8 +139,9 @@ class ConfigReader {
   /// MLP; interaction_op cuda_dot: the fused dot kernel, padded to 8; the joint sparse embedding on
   /// several GPUs; hybrid parallel: the bottom MLP on GPU 0, its table placement, one process
   /// group). TorchRec: DistributedModelParallel's sharded EmbeddingBagCollection (FBGEMM's fused
-  /// table-batched kernels and optimizer), KJT input distribution, TrainPipelineSparseDist, the DLRM
-  /// model of torchrec/models/dlrm.py (nn.Linear + ReLU layers, torch.bmm interaction).
+  /// table-batched kernels and optimizer) on EmbeddingShardingPlanner's plan, KJT input
+  /// distribution, TrainPipelineSparseDist, the DLRM model of torchrec/models/dlrm.py (nn.Linear +
+  /// ReLU layers, torch.bmm interaction).
   void apply_framework(const std::string& framework) {
     c_.framework = framework;
     if (framework == "dle") {
@@ -155,6 +156,7 @@ class ConfigReader {
       c_.mlp_epilogue = MlpEpilogue::torch;
       c_.input_all_to_all = true;
       c_.pipelined = true;
+      c_.plan = "torchrec";  // DistributedModelParallel's plan from EmbeddingShardingPlanner
     }
   }
 
@@ -451,7 +453,7 @@ class ConfigReader {
     const std::string path = "sharding";
     r_.check_keys(s, path,
                   {"plan", "planner", "seed", "placement", "bottom_mlp", "process_groups", "memory_reserve",
-                   "input_distribution"});
+                   "input_distribution", "torchrec_topology"});
     if (s["plan"] && s["plan"].IsSequence())
       read_table_plans(s["plan"], path + ".plan", s["placement"]);
     else if (s["plan"])
@@ -472,6 +474,11 @@ class ConfigReader {
       c_.shared_process_group =
           r_.get_choice(s["process_groups"], path + ".process_groups", {"separate", "shared"}) == "shared";
     if (s["memory_reserve"]) c_.memory_reserve = r_.get_size(s["memory_reserve"], path + ".memory_reserve");
+    // What TorchRec's planner believes of the hardware: Topology's defaults, as dlrm_main.py
+    // builds it (world sizes only), or the platform's own figures.
+    if (s["torchrec_topology"])
+      c_.torchrec_platform_topology =
+          r_.get_choice(s["torchrec_topology"], path + ".torchrec_topology", {"defaults", "platform"}) == "platform";
     // How a rank's tables get their indices: from the loader, for every sample (NVIDIA DLE reads
     // each GPU's indices directly), or by TorchRec's KJT all-to-all of each rank's local batch.
     if (s["input_distribution"])

@@ -65,7 +65,8 @@ struct DlrmConfig {
   bool sparse_embedding_gradient = false;  // training.embedding_gradient: sparse
   Seconds cpu_op_gap = 21e-6;              // CPU time of a PyTorch op before its launch (Lin et al. T1)
   Bytes ddp_bucket = 25.0 * 1024 * 1024;
-  std::string plan = "table_wise";   // a kind for every table, auto, or per_table (table_plan)
+  std::string plan = "table_wise";   // a kind for every table, auto, torchrec, or per_table (table_plan)
+  bool torchrec_platform_topology = false;  // sharding.torchrec_topology: platform (else TorchRec's defaults)
   std::vector<TableSharding> table_plan;  // sharding.plan listed per table (not all table_wise)
   std::string planner = "size_lookup_greedy";
   std::uint64_t seed = 0;

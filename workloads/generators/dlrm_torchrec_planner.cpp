@@ -107,9 +107,11 @@ class Estimator {
   double lookups(const EmbeddingTable& t) const { return t.pooling * in_.batch_per_rank; }
   /// BasicCommsBandwidths.get_bw: intra-node for a group within one node, else inter-node.
   BytesPerSecond bandwidth(int group) const { return group <= lws_ ? in_.intra_node : in_.inter_node; }
-  /// TorchRec prices every allreduce at inter-node bandwidth times the local world size; on one
-  /// node (no inter-node figure) stepsim takes the intra-node one.
-  BytesPerSecond allreduce_bandwidth() const { return ws_ > lws_ ? in_.inter_node * lws_ : in_.intra_node; }
+  /// TorchRec prices every allreduce at inter-node bandwidth times the local world size; a
+  /// platform without NICs (no inter-node figure) gets the intra-node one.
+  BytesPerSecond allreduce_bandwidth() const {
+    return in_.inter_node > 0 ? in_.inter_node * lws_ : in_.intra_node;
+  }
 
   const TorchrecPlannerInputs& in_;
   int ws_, lws_;
@@ -342,18 +344,31 @@ class Search {
 
 }  // namespace
 
+TorchrecPlannerInputs torchrec_default_topology() {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  TorchrecPlannerInputs in;
+  in.hbm_cap = 32 * kGiB;
+  in.hbm = 897 * kGiB;
+  in.intra_node = 600 * kGiB;
+  in.inter_node = 12.5 * kGiB;
+  return in;
+}
+
 std::vector<TableSharding> torchrec_plan(const ShardingRequest& request, const TorchrecPlannerInputs& inputs) {
   const int ranks = request.ranks, per_node = std::clamp(inputs.ranks_per_node, 1, ranks);
   const Estimator estimator(inputs, ranks);
   std::vector<std::vector<Option>> options;
   for (const EmbeddingTable& t : request.tables) options.push_back(enumerate(t, estimator, ranks, per_node));
-  const Bytes capacity = request.gpu_memory > 0 ? request.gpu_memory - request.memory_reserve
-                                                : std::numeric_limits<double>::infinity();
+  const Bytes memory = inputs.hbm_cap > 0 && request.gpu_memory > 0 ? std::min(inputs.hbm_cap, request.gpu_memory)
+                       : inputs.hbm_cap > 0                          ? inputs.hbm_cap
+                                                                     : request.gpu_memory;
+  const Bytes capacity = memory > 0 ? memory - request.memory_reserve : std::numeric_limits<double>::infinity();
   const Partitioner partitioner(ranks, per_node, capacity);
   const std::optional<std::vector<Option>> best = Search(std::move(options), partitioner).best();
   if (!best)
     throw ConfigError(request.where,
-                      "plan torchrec found no proposal whose shards fit in " + request.gpu_name +
+                      "plan torchrec found no proposal whose shards fit in " +
+                          (request.gpu_name.empty() ? std::string("the GPU's") : request.gpu_name) +
                           " memory less the reserve on every rank",
                       "use more GPUs or GPUs with more memory, or list a per-table sharding.plan");
   std::vector<TableSharding> out;

@@ -23,7 +23,13 @@ struct TorchrecPlannerInputs {
   BytesPerSecond intra_node = 0;  ///< a GPU's collective bandwidth within its node
   BytesPerSecond inter_node = 0;  ///< a GPU's collective bandwidth across nodes (unused on one node)
   int ranks_per_node = 1;         ///< local world size; nodes are contiguous blocks of ranks
+  Bytes hbm_cap = 0;              ///< the planner's idea of a GPU's memory (0: the request's gpu_memory)
 };
+
+/// @brief TorchRec's Topology defaults (constants.py): HBM_CAP 32 GiB, HBM_MEM_BW 897 GiB/s,
+/// INTRA_NODE_BANDWIDTH 600 GiB/s, CROSS_NODE_BANDWIDTH 12.5 GiB/s; batch, output and local world
+/// size left for the caller.
+TorchrecPlannerInputs torchrec_default_topology();
 
 /// @brief The per-table plan (see the file contract).
 std::vector<TableSharding> torchrec_plan(const ShardingRequest& request, const TorchrecPlannerInputs& inputs);

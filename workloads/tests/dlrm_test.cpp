@@ -453,7 +453,8 @@ TEST_F(Dlrm, PipelinedInputDistributionFollowsTheForward) {
 }
 
 // `framework:` gives a framework's own defaults, which keys in the document override: NVIDIA DLE's
-// trace equals the one its keys spelled out give; TorchRec's distributes inputs, pipelined.
+// trace equals the one its keys spelled out give; TorchRec's distributes inputs, pipelined, on
+// its planner's plan.
 TEST_F(Dlrm, FrameworkGivesItsDefaults) {
   const std::string tables = "{rows: [100, 200, 300, 400]}";
   const auto same = [&](const Trace& a, const Trace& b) {
@@ -472,7 +473,7 @@ TEST_F(Dlrm, FrameworkGivesItsDefaults) {
   same(dle, spelled);
   const Trace torchrec = parse("framework: torchrec\n" + small_dlrm(tables, "{global_batch: 1024}"), "0,1");
   const Trace torchrec_spelled = parse(with_model_key(small_dlrm(tables, "{global_batch: 1024, pipeline: sparse_dist}",
-                                                                 "sharding: {input_distribution: all_to_all}\n"),
+                                                                 "sharding: {input_distribution: all_to_all, plan: torchrec}\n"),
                                                       "mlp_epilogue: torch"),
                                        "0,1");
   same(torchrec, torchrec_spelled);
@@ -741,6 +742,26 @@ TEST(TorchrecPlanner, NodeRowBlocksAreOneWholeNode) {
   EXPECT_TRUE(big.ranks == (std::vector<int>{0, 1}) || big.ranks == (std::vector<int>{2, 3}));
 }
 
+// TorchRec's default Topology believes every GPU has 32 GiB: on 80 GB GPUs its plan still keeps
+// every rank under 32 GiB less the reserve, where the platform's memory would allow more.
+TEST(TorchrecPlanner, DefaultTopologyCapsTheMemoryAt32GiB) {
+  ShardingRequest r = request(tables_of_rows({6e7, 6e7, 1e5}, 128), 2, "");  // 30.7 GB each
+  r.gpu_memory = 80e9;
+  r.memory_reserve = 2e9;
+  TorchrecPlannerInputs defaults = torchrec_default_topology();
+  defaults.batch_per_rank = 1024;
+  defaults.ranks_per_node = 2;
+  EXPECT_DOUBLE_EQ(defaults.hbm_cap, 32.0 * 1024 * 1024 * 1024);
+  r.per_table = torchrec_plan(r, defaults);
+  for (Bytes b : plan_sharding(r).bytes_of_rank) EXPECT_LE(b, defaults.hbm_cap - 2e9);
+  r = request(tables_of_rows({6e7, 6e7, 1e5}, 128), 4, "");
+  r.gpu_memory = 20e9;  // a real GPU smaller than the cap bounds the plan instead
+  r.memory_reserve = 2e9;
+  defaults.ranks_per_node = 4;
+  r.per_table = torchrec_plan(r, defaults);
+  for (Bytes b : plan_sharding(r).bytes_of_rank) EXPECT_LE(b, 18e9);
+}
+
 TEST(TorchrecPlanner, NothingFitsNamesTheFix) {
   ShardingRequest r = request(tables_of_rows({1e7}, 256), 2, "");
   r.gpu_memory = 1e9;
@@ -838,7 +859,8 @@ TEST_F(Dlrm, TorchRecPresetsRunOnEightGpus) {
   const platforms::Allocation allocation = platforms::parse_allocation("0-7", platform_);
   const Trace small = load_workload("dlrm-torchrec-criteo-1tb", JobContext{platform_, allocation});
   EXPECT_EQ(small.work.items_per_rank, 32);
-  const Trace dcn = load_workload("dlrm-dcnv2-mlperf", JobContext{platform_, allocation});
+  // Whole tables, so that every table's lookups are counted once.
+  const Trace dcn = load_workload("dlrm-dcnv2-mlperf", JobContext{platform_, allocation}, {"sharding.plan=table_wise"});
   double lookups = 0;
   for (int r = 0; r < 8; ++r)
     for (const auto* k : kernels(dcn, r, "embedding_forward")) lookups += k->params.at("tables") * k->params.at("pooling");
