@@ -67,10 +67,12 @@ struct LookupGroup {
 };
 
 /// The tables of one sharding kind: TorchRec looks them up together and exchanges their pooled
-/// values in one collective (two for table_row_wise), apart from the other kinds'.
+/// values in one collective (two for table_row_wise), apart from the other kinds'. Sequence
+/// tables (an EmbeddingCollection, a module of its own) form sections apart from pooled ones.
 struct Section {
   ShardingKind kind = ShardingKind::table_wise;
   std::vector<int> tables;
+  bool sequence = false;
 };
 
 class DlrmBuilder {
@@ -83,12 +85,14 @@ class DlrmBuilder {
     check_batch();
     act_bytes_ = c_.dtype == Dtype::fp16 || c_.dtype == Dtype::bf16 ? 2 : 4;
     plan_ = make_plan();
-    for (ShardingKind kind : plan_.kinds()) {
-      Section section{kind, {}};
-      for (std::size_t t = 0; t < plan_.tables.size(); ++t)
-        if (plan_.tables[t].kind == kind) section.tables.push_back(static_cast<int>(t));
-      sections_.push_back(section);
-    }
+    for (const bool sequence : {false, true})
+      for (ShardingKind kind : plan_.kinds()) {
+        Section section{kind, {}, sequence};
+        for (std::size_t t = 0; t < plan_.tables.size(); ++t)
+          if (plan_.tables[t].kind == kind && c_.tables[t].table.sequence == sequence)
+            section.tables.push_back(static_cast<int>(t));
+        if (!section.tables.empty()) sections_.push_back(section);
+      }
     for (std::size_t t = 0; t < c_.tables.size(); ++t) {
       const TableEntry& e = c_.tables[t];
       const double lookups = lookup_batch(static_cast<int>(t)) * e.table.pooling;
@@ -133,7 +137,7 @@ class DlrmBuilder {
         s.table_bytes += values;
         s.table_state += table.stored(rows, dim_on(t, r)) - values;
         if (plan_.tables[static_cast<std::size_t>(t)].kind == ShardingKind::data_parallel) s.replicated_bytes += values;
-        s.lookup_values += lookup_batch(t) * dim_on(t, r);
+        s.lookup_values += lookup_batch(t) * dim_on(t, r) * outputs_per_sample(t, r);
         s.lookups += lookup_batch(t) * table.pooling * rows / table.rows;
       }
       shapes.push_back(s);
@@ -255,7 +259,15 @@ class DlrmBuilder {
   }
   /// Names of a section's ops: bare with one sharding kind, prefixed by the kind with several.
   std::string tag(std::size_t section) const {
-    return sections_.size() > 1 ? std::string(to_string(sections_[section].kind)) + "." : std::string();
+    if (sections_.size() == 1) return {};
+    return std::string(sections_[section].sequence ? "sequence." : "") + to_string(sections_[section].kind) + ".";
+  }
+
+  /// Outputs per sample of table `t`'s shard on `rank`: one pooled row, or for a sequence table
+  /// one row per lookup that hits the shard.
+  double outputs_per_sample(int t, int rank) const {
+    const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
+    return table.sequence ? table.pooling * rows_on(t, rank) / table.rows : 1;
   }
 
   /// Pooled-embedding values per sample that `rank` produces for a section's exchange: its
@@ -264,7 +276,7 @@ class DlrmBuilder {
     const ShardingKind kind = sections_[section].kind;
     const bool all_to_all = kind == ShardingKind::table_wise || kind == ShardingKind::column_wise;
     double width = c_.bottom_on_rank0 && rank == 0 && all_to_all ? c_.bottom_mlp.back() : 0;
-    for (int t : sections_[section].tables) width += dim_on(t, rank);  // 0 where it holds no shard
+    for (int t : sections_[section].tables) width += dim_on(t, rank) * outputs_per_sample(t, rank);  // 0 without a shard
     return width;
   }
 
@@ -382,6 +394,13 @@ class DlrmBuilder {
     const std::string suffix = forward ? "_forward" : "_backward";
     const std::string name = tag(section);
     using models::CollectiveOp;
+    // A sequence section's rows are not summed: every sharding returns each lookup's row to the
+    // sample's rank (TorchRec's SequenceEmbeddingsAllToAll), forward and backward.
+    if (sections_[section].sequence) {
+      rank.collective(kEmbeddingComm, name + "alltoall" + suffix,
+                      call(CollectiveOp::alltoall, a2a_bytes(section), kEmbeddingGroup));
+      return;
+    }
     switch (sections_[section].kind) {
       case ShardingKind::table_wise:
       case ShardingKind::column_wise:
@@ -427,14 +446,17 @@ class DlrmBuilder {
         // A row-wise shard receives the share of the lookups that hit its rows; indices are
         // assumed spread over the rows (hashed), so the shard's reuse is the whole table's, and
         // each shard is charged the table's hottest row (the one that holds it is not known).
+        // A sequence shard looks up and writes one row per lookup: B L one-row bags.
+        const double pooling = entry.table.pooling * rows / entry.table.rows;
+        const bool sequence = entry.table.sequence;
         LookupGroup g{1,
                       rows,
                       dim,
-                      entry.table.pooling * rows / entry.table.rows,
+                      sequence ? 1 : pooling,
                       histograms_[static_cast<std::size_t>(t)],
                       hottest_[static_cast<std::size_t>(t)],
                       s,
-                      lookup_batch(t)};
+                      lookup_batch(t) * (sequence ? pooling : 1)};
         auto it = std::find(groups.begin(), groups.end(), g);
         if (it == groups.end()) groups.push_back(std::move(g));
         else it->tables += 1;
@@ -604,6 +626,7 @@ class DlrmBuilder {
     }
     if (any_exchange()) rank.handoff(kEmbeddingComm, kCompute, "exchange_forward_done");
     if (dle_exchange) rank.kernel("exchange_output_cat", pass_spec(received_values, act_bytes_, act_bytes_));
+    sequence_pooling(rank, b, true);
     const double vectors = features() + 1;
     const double dim = c_.embedding_dim;
     const double pairs = vectors * (vectors - 1) / 2;
@@ -692,6 +715,7 @@ class DlrmBuilder {
     // The exchanges backward, later sections first (autograd runs the newest node first); each
     // section's embedding backward waits for its own.
     std::vector<int> exchanged(sections_.size(), -1);  // per section, the event after its exchange
+    sequence_pooling(rank, b, false);
     if (any_exchange()) {
       // BottomToTop.backward: each piece of the split is a column slice, made contiguous.
       if (dle_exchange)
@@ -765,6 +789,24 @@ class DlrmBuilder {
     if (buckets.count() > 0) rank.handoff(allreduce_stream, kCompute, "gradients_reduced");
     weight_update(r, rank, groups, dense_params, suffix);
     return flops;
+  }
+
+  /// The model sums each sequence feature's rows per sample before the interaction (which takes
+  /// one vector per feature): per sequence section one pass reading b x sum(L D) values and
+  /// writing b x sum(D); backward the gradient broadcast back to every lookup.
+  void sequence_pooling(RankBuilder& rank, double b, bool forward) const {
+    for (std::size_t s = 0; s < sections_.size(); ++s) {
+      if (!sections_[s].sequence) continue;
+      double rows = 0, pooled = 0;
+      for (int t : sections_[s].tables) {
+        const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
+        rows += table.pooling * table.dim;
+        pooled += table.dim;
+      }
+      const double narrow = act_bytes_ * pooled / rows;  // bytes of the pooled side per row element
+      rank.kernel(tag(s) + (forward ? "sequence_pool" : "sequence_pool_backward"),
+                  forward ? pass_spec(b * rows, act_bytes_, narrow) : pass_spec(b * rows, narrow, act_bytes_));
+    }
   }
 
   /// NVIDIA DLE's loop (main.py) ends each iteration with torch.cuda.synchronize(); the GPU then
@@ -1093,7 +1135,8 @@ class DlrmBuilder {
     } else {
       plan += c_.plan == "torchrec" ? "per table (TorchRec's planner):" : "per table (sharding.plan):";
       for (const Section& s : sections_)
-        plan += fmt::format(" {} {}{}", s.tables.size(), to_string(s.kind), &s == &sections_.back() ? "" : ",");
+        plan += fmt::format(" {}{} {}{}", s.tables.size(), s.sequence ? " sequence" : "", to_string(s.kind),
+                            &s == &sections_.back() ? "" : ",");
       plan += ", each kind looked up and exchanged on its own";
     }
     if (kind == ShardingKind::table_wise) plan += " by planner " + plan_.planner;
@@ -1103,6 +1146,11 @@ class DlrmBuilder {
                                                                                : "whole tables do not fit") +
                                    ")";
     trace_.note(plan + "; per rank: " + describe_ranks());
+    const auto sequences = std::count_if(c_.tables.begin(), c_.tables.end(), [](const TableEntry& e) { return e.table.sequence; });
+    if (sequences > 0)
+      trace_.note(fmt::format("{} sequence table(s) (TorchRec's EmbeddingCollection): every lookup's row exchanged by "
+                              "all-to-all whatever the sharding, then summed per sample before the interaction",
+                              sequences));
     if (kind == ShardingKind::table_wise) trace_.note(describe_placement());
     else if (c_.plan == "torchrec") trace_.note(describe_table_plan());
     for (std::size_t s = 0; s < sections_.size(); ++s) {

@@ -130,7 +130,28 @@ class ConfigReader {
                   " is modelled with FBGEMM's fused kernels, not " +
                   (c_.torch_embedding_bag ? "model.embedding_kernel: torch" : "training.embedding_gradient: sparse"),
               "use embedding_kernel: fused and embedding_gradient: fused, or one sharding type for every table");
+    check_sequence_tables();
     return c_;
+  }
+
+  /// Sequence tables are TorchRec's EmbeddingCollection: FBGEMM's fused kernels, an exchange of
+  /// every lookup's row (sharded table-, column- or row-wise, or replicated), no DLE exchange.
+  void check_sequence_tables() const {
+    const auto sequence = std::find_if(c_.tables.begin(), c_.tables.end(), [](const TableEntry& e) { return e.table.sequence; });
+    if (sequence == c_.tables.end()) return;
+    const YAML::Node tables = doc_["model"]["tables"];
+    const std::string which = "sequence table '" + sequence->table.name + "'";
+    if (c_.torch_embedding_bag || c_.sparse_embedding_gradient)
+      r_.fail("model.tables", tables, which + " is TorchRec's EmbeddingCollection, modelled on FBGEMM's fused kernels",
+              "use model.embedding_kernel: fused and training.embedding_gradient: fused, or drop sequence");
+    if (c_.bottom_on_rank0)
+      r_.fail("model.tables", tables, which + ": NVIDIA DLE's exchange carries one pooled vector per table",
+              "set sharding.bottom_mlp: data_parallel (or framework: torchrec), or drop sequence");
+    for (std::size_t t = 0; t < c_.table_plan.size(); ++t)
+      if (c_.tables[t].table.sequence && c_.table_plan[t].kind == ShardingKind::table_row_wise)
+        r_.fail("sharding.plan", doc_["sharding"]["plan"],
+                "table " + std::to_string(t) + " is a sequence table, which TorchRec does not shard table_row_wise",
+                "give it table_wise, row_wise, column_wise or data_parallel");
   }
 
  private:
@@ -317,12 +338,13 @@ class ConfigReader {
     }
   }
 
-  // Two forms: a map {rows: [...], dim, pooling} for tables that differ only in rows, or a
-  // list of per-table maps {name, rows, dim, pooling, count, index_distribution}.
+  // Two forms: a map {rows: [...], dim, pooling, sequence} for tables that differ only in rows,
+  // or a list of per-table maps {name, rows, dim, pooling, sequence, count, index_distribution}.
   void read_tables(const YAML::Node& node, const IndexDistribution& distribution) {
     const std::string path = "model.tables";
     if (node.IsMap()) {
-      r_.check_keys(node, path, {"rows", "dim", "pooling"});
+      r_.check_keys(node, path, {"rows", "dim", "pooling", "sequence"});
+      const bool sequence = node["sequence"] && r_.get_bool(node["sequence"], path + ".sequence");
       const YAML::Node rows = r_.require(node, path, "rows");
       if (!rows.IsSequence() || rows.size() == 0)
         r_.fail(path + ".rows", rows, "expected a non-empty list of row counts, one per table",
@@ -340,6 +362,7 @@ class ConfigReader {
         if (pooling)
           t.table.pooling = pooling.IsSequence() ? read_pooling(pooling[i], path + ".pooling" + at)
                                                  : read_pooling(pooling, path + ".pooling");
+        t.table.sequence = sequence;
         c_.tables.push_back(t);
       }
       return;
@@ -350,12 +373,13 @@ class ConfigReader {
     for (std::size_t i = 0; i < node.size(); ++i) {
       const std::string at = path + "[" + std::to_string(i) + "]";
       const YAML::Node entry = node[i];
-      r_.check_keys(entry, at, {"name", "rows", "dim", "pooling", "count", "index_distribution"});
+      r_.check_keys(entry, at, {"name", "rows", "dim", "pooling", "sequence", "count", "index_distribution"});
       TableEntry t{{"", read_rows(r_.require(entry, at, "rows"), at + ".rows"),
                     entry["dim"] ? r_.get_int(entry["dim"], at + ".dim", 1) : c_.embedding_dim,
                     entry["pooling"] ? read_pooling(entry["pooling"], at + ".pooling") : 1.0, 0},
                    entry["index_distribution"] ? read_distribution(entry["index_distribution"], at + ".index_distribution")
                                                : distribution};
+      t.table.sequence = entry["sequence"] && r_.get_bool(entry["sequence"], at + ".sequence");
       const std::string name = entry["name"] ? r_.get_string(entry["name"], at + ".name") : numbered("t", i);
       const int count = entry["count"] ? r_.get_int(entry["count"], at + ".count", 1) : 1;
       for (int k = 0; k < count; ++k) {

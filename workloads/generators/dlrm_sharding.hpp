@@ -26,6 +26,9 @@ struct EmbeddingTable {
   Bytes element_bytes = 4;     ///< bytes per stored value (fp32 4, fp16 2)
   Bytes state_per_value = 0;   ///< optimizer state stored beside each value (Adagrad 4, Adam 8)
   Bytes state_per_row = 0;     ///< optimizer state per row (row-wise Adagrad 4)
+  /// A sequence feature (TorchRec's EmbeddingCollection): every lookup's row is an output of its
+  /// own, not summed into one per sample.
+  bool sequence = false;
   /// @brief What `rows` x `dim` of the table take on a GPU, its optimizer state included.
   Bytes stored(double rows_held, double dim_held) const {
     return rows_held * (dim_held * (element_bytes + state_per_value) + state_per_row);

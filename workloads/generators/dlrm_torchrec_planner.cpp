@@ -68,7 +68,7 @@ class Estimator {
 
   /// Table-wise, or one column block of `dim` columns (column_wise shares the formula).
   Shard whole_rows(const EmbeddingTable& t, int dim) const {
-    const double x = lookups(t), y = in_.batch_per_rank;
+    const double x = lookups(t), y = outputs(t);
     const double input = x * ws_ * kIndexBytes, output = y * ws_ * dim * in_.output_bytes;
     const double lookup = x * ws_ * std::max(dim, 32) * t.element_bytes;
     const double penalty = dim >= 128 ? 1 : dim >= 64 ? 1.15 : 1.75;  // HALF_ / QUARTER_BLOCK_PENALTY
@@ -76,7 +76,7 @@ class Estimator {
     return {forward * (1 + kBackwardCompute) + 2 * output / bandwidth(ws_), t.stored(t.rows, dim) + input + output};
   }
   Shard row_block(const EmbeddingTable& t, double rows) const {
-    const double x = lookups(t), y = in_.batch_per_rank;
+    const double x = lookups(t), y = outputs(t);
     const double input = x * kIndexBytes, output = y * ws_ * t.dim * in_.output_bytes;
     const Seconds forward = (input + x * t.dim * t.element_bytes + output) / in_.hbm;
     // Reduce-scatter forward, all-gather and the batched copy backward.
@@ -84,7 +84,7 @@ class Estimator {
     return {forward * (1 + kBackwardCompute) + comms, t.stored(rows, t.dim) + input + output};
   }
   Shard node_row_block(const EmbeddingTable& t, double rows) const {
-    const double x = lookups(t) * ws_ / lws_, y = in_.batch_per_rank;
+    const double x = lookups(t) * ws_ / lws_, y = outputs(t);
     const double input = x * kIndexBytes, output = y * ws_ * t.dim * in_.output_bytes;
     const Seconds forward = (input + x * t.dim * t.element_bytes + output) / in_.hbm;
     const double nodes = static_cast<double>(ws_) / lws_;
@@ -93,7 +93,7 @@ class Estimator {
     return {forward * (1 + kBackwardCompute) + comms, t.stored(rows, t.dim) + input + output};
   }
   Shard replica(const EmbeddingTable& t) const {
-    const double x = lookups(t), y = in_.batch_per_rank;
+    const double x = lookups(t), y = outputs(t);
     const Seconds forward = (x * kIndexBytes + x * t.dim * t.element_bytes + y * t.dim * t.element_bytes) / in_.hbm;
     const double table = t.rows * t.dim * t.element_bytes;
     const double nodes = static_cast<double>(ws_) / lws_, n = std::min(nodes, 2.0);
@@ -105,6 +105,8 @@ class Estimator {
 
  private:
   double lookups(const EmbeddingTable& t) const { return t.pooling * in_.batch_per_rank; }
+  /// Y: outputs per rank, one per sample pooled, one per lookup for a sequence table.
+  double outputs(const EmbeddingTable& t) const { return t.sequence ? lookups(t) : in_.batch_per_rank; }
   /// BasicCommsBandwidths.get_bw: intra-node for a group within one node, else inter-node.
   BytesPerSecond bandwidth(int group) const { return group <= lws_ ? in_.intra_node : in_.inter_node; }
   /// TorchRec prices every allreduce at inter-node bandwidth times the local world size; a
@@ -151,7 +153,7 @@ std::vector<Option> enumerate(const EmbeddingTable& t, const Estimator& est, int
   std::vector<Shard> row_shards;
   for (int r : every) row_shards.push_back(est.row_block(t, rows.rows_on(t, r)));
   out.push_back(make_option(ShardingKind::row_wise, every, std::move(row_shards)));
-  if (per_node < ranks) {
+  if (per_node < ranks && !t.sequence) {  // EmbeddingCollection has no table_row_wise
     const TableSharding node{ShardingKind::table_row_wise, first_ranks(per_node)};
     std::vector<Shard> node_shards;
     for (int r : node.ranks) node_shards.push_back(est.node_row_block(t, node.rows_on(t, r)));

@@ -392,6 +392,49 @@ TEST_F(Dlrm, MixedPlanRefusesSparseGradients) {
 
 // ---------------------------------------------------------------- TorchRec's input distribution
 
+// Sequence tables (TorchRec's EmbeddingCollection): every lookup's row goes back to its sample's
+// rank by all-to-all, row-wise too (no reduce-scatter: nothing is summed). Hand counts on 2 ranks
+// of 512 samples, fp32, dim 16: a table-wise sequence table of pooling 10 on one rank sends
+// 512 x 10 x 16 x 4 B to its peer (max of max: x 2 / 1); a row-wise one of pooling 8 (rows split
+// evenly) sends each peer 512 x 8 / 2 x 16 x 4 B (x 2). The receiver sums each sample's rows:
+// 512 x 10 x 16 values in, 512 x 16 out; the lookups are 1024 x 10 one-row bags.
+TEST_F(Dlrm, SequenceTablesExchangeEveryLookupsRow) {
+  const std::string tables = "[{rows: 1000}, {rows: 1000, pooling: 10, sequence: true}]";
+  const std::string training = "{global_batch: 1024}";
+  const Trace tw = parse(small_dlrm(tables, training, "sharding: {plan: [{table: 0, type: table_wise, ranks: [0]}, "
+                                                     "{table: 1, type: table_wise, ranks: [1]}]}\n"),
+                         "0,1");
+  std::vector<double> sizes;
+  for (const auto& c : calls(tw, 0, models::CollectiveOp::alltoall)) sizes.push_back(c.bytes);
+  // Forward: the pooled table's 512 x 16 x 4, then the sequence table's; backward the reverse.
+  EXPECT_EQ(sizes, (std::vector<double>{512 * 16 * 4 * 2, 512 * 10 * 16 * 4 * 2, 512 * 10 * 16 * 4 * 2,
+                                        512 * 16 * 4 * 2}));
+  const auto pool = kernels_named(tw, 0, "sequence.table_wise.sequence_pool");
+  ASSERT_EQ(pool.size(), 1u);
+  EXPECT_DOUBLE_EQ(pool[0]->param("elements"), 512 * 10 * 16);
+  EXPECT_DOUBLE_EQ(pool[0]->param("bytes_written"), 4.0 / 10);
+  EXPECT_EQ(kernels_named(tw, 0, "sequence.table_wise.sequence_pool_backward").size(), 1u);
+  for (const auto* k : kernels(tw, 1, "embedding_forward"))
+    if (k->param("rows") == 1000 && k->param("pooling") == 1 && k->param("batch") == 1024 * 10) sizes.clear();
+  EXPECT_TRUE(sizes.empty()) << "rank 1 looks up 1024 x 10 one-row bags";
+
+  const Trace rw = parse(small_dlrm("[{rows: 1000, pooling: 8, sequence: true}]", training, "sharding: {plan: row_wise}\n"),
+                         "0,1");
+  EXPECT_TRUE(calls(rw, 0, models::CollectiveOp::reduce_scatter).empty());
+  const auto a2a = calls(rw, 0, models::CollectiveOp::alltoall);
+  ASSERT_EQ(a2a.size(), 2u);
+  EXPECT_DOUBLE_EQ(a2a[0].bytes, 512 * 8 / 2 * 16 * 4 * 2);
+  // NVIDIA DLE's sparse gradients and its exchange of pooled vectors are refused, each named.
+  EXPECT_NE(error("framework: dle\n" + small_dlrm(tables, training)).find("sequence table 't1' is TorchRec's EmbeddingCollection"),
+            std::string::npos);
+  EXPECT_NE(error(small_dlrm(tables, training, "sharding: {bottom_mlp: rank0}\n")).find("NVIDIA DLE's exchange carries one pooled"),
+            std::string::npos);
+  EXPECT_NE(error(small_dlrm(tables, training, "sharding: {plan: [{table: 0, type: table_wise, ranks: [0]}, "
+                                               "{table: 1, type: table_row_wise, ranks: [0, 1]}]}\n"))
+                .find("does not shard table_row_wise"),
+            std::string::npos);
+}
+
 // KJT all-to-alls before the lookups: per peer sample, 4 B of lengths per feature and 8 B per
 // index (one-hot here) of the features the receiver holds; the collective's size is the busiest
 // rank's bytes x n / (n - 1). 2 ranks, 512 samples each.
@@ -740,6 +783,8 @@ TEST(TorchrecPlanner, NodeRowBlocksAreOneWholeNode) {
   const TableSharding big = torchrec_plan(r, in)[0];
   ASSERT_EQ(big.kind, ShardingKind::table_row_wise);
   EXPECT_TRUE(big.ranks == (std::vector<int>{0, 1}) || big.ranks == (std::vector<int>{2, 3}));
+  r.tables[0].sequence = true;  // TorchRec's EmbeddingCollection has no table_row_wise
+  EXPECT_EQ(torchrec_plan(r, in)[0].kind, ShardingKind::row_wise);
 }
 
 // TorchRec's default Topology believes every GPU has 32 GiB: on 80 GB GPUs its plan still keeps
