@@ -20,6 +20,7 @@
 #include "models/compute/elementwise.hpp"
 #include "platforms/config_error.hpp"
 #include "workloads/generators/dlrm_config.hpp"
+#include "workloads/generators/dlrm_torchrec_ops.hpp"
 #include "workloads/generators/dlrm_torchrec_planner.hpp"
 #include "workloads/generators/dlrm_memory.hpp"
 #include "workloads/generators/dlrm_sharding.hpp"
@@ -333,6 +334,8 @@ class DlrmBuilder {
     rank.host_wait(splits_done);
     for (std::size_t s = 0; s < sections_.size(); ++s) {
       if (!exchanges(s)) continue;
+      // _get_recat: the received features' order, a blocking torch.tensor copy.
+      if (torchrec_ops()) torchrec::blocking_tensor(rank, "embedding_comm", tag(s) + "input_dist.recat", 8.0 * n_ * features());
       rank.collective(kEmbeddingComm, tag(s) + "input_dist.lengths",
                       call(models::CollectiveOp::alltoall, input_a2a_bytes(s, false), kEmbeddingGroup));
       rank.collective(kEmbeddingComm, tag(s) + "input_dist.indices",
@@ -549,8 +552,11 @@ class DlrmBuilder {
     // batch after it is copied to the GPU on a side stream meanwhile.
     int splits_done = -1;
     if (c_.input_all_to_all && any_exchange()) {
+      if (torchrec_ops()) splits_prologue(rank);
       rank.collective(kEmbeddingComm, "input_dist.splits",
                       call(models::CollectiveOp::alltoall, splits_a2a_bytes(), kEmbeddingGroup));
+      // The host reads them transposed (.T.tolist(): a contiguous copy first).
+      if (torchrec_ops()) rank.kernel_on(kEmbeddingComm, "input_dist.splits_transpose", pass_spec(3.0 * n_ * sections_.size(), 8, 8));
       splits_done = rank.record(kEmbeddingComm, "input_dist.splits_done");
       if (c_.pipelined) {
         upload_local_batch(rank);
@@ -581,6 +587,8 @@ class DlrmBuilder {
     if (joint_sparse(groups) && !joint_fused(groups))
       rank.kernel("embedding_index_offsets", pass_spec(rank_lookups(groups), 8, 8));
     for (std::size_t s = 0; s < sections_.size(); ++s) {
+      if (torchrec_ops()) lookup_prologue(rank, s, groups);
+      bool first_of_section = true;  // TorchRec: one TBE call per section, its groups one kernel
       for (std::size_t g = 0; g < groups.size(); ++g) {
         if (groups[g].section != s) continue;
         const double values = groups[g].batch * groups[g].tables * groups[g].dim;
@@ -596,7 +604,8 @@ class DlrmBuilder {
         }
         KernelSpec lookup = embedding("embedding_forward", groups[g], groups[g].batch);
         if (joint_fused(groups)) lookup.params["output_bytes"] = act_bytes_;
-        rank.kernel("embedding_forward" + suffix(g), std::move(lookup));
+        rank.kernel_on(kCompute, "embedding_forward" + suffix(g), lookup, !torchrec_ops() || first_of_section);
+        first_of_section = false;
         // PyTorch's embedding ops return the weights' fp32; under AMP the pooled rows are cast to
         // fp16 for the all-to-all (fused kernels such as FBGEMM's write fp16 directly).
         if (sparse_gradient() && act_bytes_ < 4 && !joint_sparse(groups))
@@ -621,10 +630,13 @@ class DlrmBuilder {
           rank.kernel("exchange_input_cat", pass_spec(c_.global_batch * exchange_width(r, s), act_bytes_, act_bytes_));
       }
       if (!exchanges(s)) continue;
+      // PooledEmbeddingsAllToAll's Request: a one-element fill before the collective.
+      if (torchrec_ops() && all_to_all(s)) rank.kernel(tag(s) + "output_dist.request", pass_spec(1, 0, 4));
       rank.handoff(kCompute, kEmbeddingComm, tag(s) + "pooled_embeddings_ready");
       exchange(rank, r, s, true);
     }
     if (any_exchange()) rank.handoff(kEmbeddingComm, kCompute, "exchange_forward_done");
+    if (torchrec_ops() && any_exchange()) output_dist_epilogue(rank, b);
     if (dle_exchange) rank.kernel("exchange_output_cat", pass_spec(received_values, act_bytes_, act_bytes_));
     sequence_pooling(rank, b, true);
     const double vectors = features() + 1;
@@ -677,6 +689,7 @@ class DlrmBuilder {
       gemm_op(layer + ".wgrad", Layout::tn, top[i].out, top[i].in, b);
       bias_grad(rank, layer, b, top[i].out, relu);
       cast_weight_grads(rank, layer, top[i]);
+      ddp_copy_to_bucket(rank, layer, top[i]);
       const double params = static_cast<double>(top[i].in) * top[i].out + top[i].out;
       buckets.add(params * 4);
       dense_params += params;
@@ -720,6 +733,7 @@ class DlrmBuilder {
       // BottomToTop.backward: each piece of the split is a column slice, made contiguous.
       if (dle_exchange)
         rank.kernel("exchange_grad_split", strided(pass_spec(received_values, act_bytes_, act_bytes_)));
+      if (torchrec_ops()) output_dist_backward_prologue(rank, b);
       rank.handoff(kCompute, kEmbeddingComm, "embedding_grads_ready");
       for (std::size_t s = sections_.size(); s-- > 0;) {
         if (!exchanges(s)) continue;
@@ -728,7 +742,12 @@ class DlrmBuilder {
       }
     }
     const auto wait_exchange = [&](std::size_t s) {
-      if (exchanged[s] >= 0) rank.wait(kCompute, exchanged[s]);
+      if (exchanged[s] >= 0) {
+        rank.wait(kCompute, exchanged[s]);
+        // All2All_Pooled_Req.backward divides the received gradient by the world size.
+        if (torchrec_ops() && all_to_all(s))
+          rank.kernel(tag(s) + "output_dist.grad_div", pass_spec(c_.global_batch * exchange_width(r, s), act_bytes_, act_bytes_));
+      }
       exchanged[s] = -1;
     };
     // A data-parallel bottom MLP needs nothing from the exchange, so its backward overlaps it; on
@@ -752,6 +771,7 @@ class DlrmBuilder {
     } else if (joint_sparse(groups) && act_bytes_ < 4) {
       rank.kernel("embedding_grad_cast", widening_cast(local_values, act_bytes_, 4));
     }
+    std::vector<bool> tbe_called(sections_.size(), false);  // TorchRec: one TBE backward per section
     for (std::size_t g = 0; g < groups.size(); ++g) {
       wait_exchange(groups[g].section);
       if (c_.torch_embedding_bag) {
@@ -774,7 +794,10 @@ class DlrmBuilder {
         KernelSpec backward = embedding("embedding_backward", groups[g], groups[g].batch);
         if (const double state = optimizer_state_bytes(c_.embedding_optimizer, groups[g].dim); state > 0)
           backward.params["state_bytes"] = state;
-        rank.kernel("embedding_backward" + suffix(g), std::move(backward));
+        const std::size_t s = groups[g].section;
+        rank.kernel_on(kCompute, "embedding_backward" + suffix(g), backward, !torchrec_ops() || !tbe_called[s]);
+        if (torchrec_ops() && !tbe_called[s]) tbe_backward_internals(rank, s, groups);
+        tbe_called[s] = true;
       }
       // Replicated tables (TorchRec's data_parallel) get dense gradients that DDP allreduces
       // with the MLPs' and a separate optimizer step.
@@ -839,6 +862,101 @@ class DlrmBuilder {
     double lookups = 0;
     for (const LookupGroup& g : groups) lookups += g.batch * g.tables * g.pooling;
     return lookups;
+  }
+
+  /// TorchRec's own ops around the lookups and exchanges (dlrm_torchrec_ops.hpp).
+  bool torchrec_ops() const { return c_.torchrec_library; }
+  /// Whether a section's exchange is an all-to-all of its tables' outputs (table- or column-wise,
+  /// or any sequence section).
+  bool all_to_all(std::size_t s) const {
+    return sections_[s].sequence || sections_[s].kind == ShardingKind::table_wise ||
+           sections_[s].kind == ShardingKind::column_wise;
+  }
+  /// Outputs per sample a section's exchange delivers to a rank: its tables' full widths.
+  double section_values(std::size_t s) const {
+    double values = 0;
+    for (int t : sections_[s].tables) {
+      const EmbeddingTable& table = c_.tables[static_cast<std::size_t>(t)].table;
+      values += table.dim * (table.sequence ? table.pooling : 1);
+    }
+    return values;
+  }
+
+  /// KJTAllToAll's start (TrainPipelineSparseDist.start_sparse_data_dist): the batch's KJT
+  /// permuted into the ranks' feature order, then per section three blocking torch.tensor copies
+  /// of the split sizes and their stack.
+  void splits_prologue(RankBuilder& rank) const {
+    double lookups = 0;
+    for (const TableEntry& t : c_.tables) lookups += t.table.pooling;
+    torchrec::kjt_permute(rank, kEmbeddingComm, "input_dist.permute", batch_ * features(), batch_ * lookups);
+    for (std::size_t s = 0; s < sections_.size(); ++s) {
+      if (!exchanges(s)) continue;
+      for (const char* what : {"batch", "values", "stride"})
+        torchrec::blocking_tensor(rank, "embedding_comm", tag(s) + "input_dist.splits_" + what, 8.0 * n_);
+      rank.kernel_on(kEmbeddingComm, tag(s) + "input_dist.splits_stack", pass_spec(3.0 * n_, 8, 8));
+    }
+  }
+
+  /// Before a section's TBE call: the received KJT's dist_init (its permute to the tables' order
+  /// and KJT.sync, the lengths' sum read by the host), then the TBE's prologue.
+  void lookup_prologue(RankBuilder& rank, std::size_t s, const std::vector<LookupGroup>& groups) const {
+    double bags = 0, lookups = 0;
+    for (const LookupGroup& g : groups)
+      if (g.section == s) bags += g.batch * g.tables, lookups += g.batch * g.tables * g.pooling;
+    if (bags == 0) return;
+    if (c_.input_all_to_all && exchanges(s)) {
+      torchrec::kjt_permute(rank, kCompute, tag(s) + "dist_init.permute", bags, lookups);
+      rank.kernel(tag(s) + "dist_init.lengths_sum", pass_spec(bags, 4, 0));
+      rank.stream_sync(kCompute, tag(s) + "dist_init.lengths_read");
+    }
+    torchrec::tbe_forward_prologue(rank, tag(s) + "tbe", bags, lookups);
+  }
+
+  /// After the pooled all-to-alls: All2All_Pooled_Wait's cat of each section's received pieces
+  /// (one more across sections), then KeyedTensor.to_dict's cat over the features.
+  void output_dist_epilogue(RankBuilder& rank, double b) const {
+    int cats = 0;
+    double values = 0;
+    for (std::size_t s = 0; s < sections_.size(); ++s) {
+      if (!exchanges(s) || !all_to_all(s)) continue;
+      rank.kernel(tag(s) + "output_dist.cat", pass_spec(b * section_values(s), act_bytes_, act_bytes_));
+      values += section_values(s);
+      ++cats;
+    }
+    if (cats > 1) rank.kernel("output_dist.sections_cat", pass_spec(b * values, act_bytes_, act_bytes_));
+    if (cats > 0) rank.kernel("output_dist.to_dict_cat", pass_spec(b * values, act_bytes_, act_bytes_));
+  }
+
+  /// Their backward before the all-to-alls: the to_dict split's cat, then per section the
+  /// gradient's n pieces made contiguous and concatenated (All2All_Pooled_Wait.backward).
+  void output_dist_backward_prologue(RankBuilder& rank, double b) const {
+    double values = 0;
+    for (std::size_t s = 0; s < sections_.size(); ++s)
+      if (exchanges(s) && all_to_all(s)) values += section_values(s);
+    if (values == 0) return;
+    rank.kernel("output_dist.split_backward", pass_spec(b * values, act_bytes_, act_bytes_));
+    for (std::size_t s = 0; s < sections_.size(); ++s) {
+      if (!exchanges(s) || !all_to_all(s)) continue;
+      for (int p = 0; p < n_; ++p)
+        rank.kernel(tag(s) + "output_dist.grad_piece", pass_spec(b * section_values(s) / n_, act_bytes_, act_bytes_));
+      rank.kernel(tag(s) + "output_dist.grad_cat", pass_spec(b * section_values(s), act_bytes_, act_bytes_));
+    }
+  }
+
+  /// FBGEMM's TBE backward besides its main kernel, once per section's call.
+  void tbe_backward_internals(RankBuilder& rank, std::size_t s, const std::vector<LookupGroup>& groups) const {
+    double lookups = 0, rows = 0;
+    for (const LookupGroup& g : groups)
+      if (g.section == s) lookups += g.batch * g.tables * g.pooling, rows += g.tables * g.rows;
+    torchrec::tbe_backward_internals(rank, tag(s) + "tbe_backward", lookups, rows);
+  }
+
+  /// PyTorch DDP with gradients set to None each step: the reducer copies (scaled by 1/n) each
+  /// parameter's gradient into its bucket view, one kernel per parameter.
+  void ddp_copy_to_bucket(RankBuilder& rank, const std::string& layer, const Layer& l) const {
+    if (!torchrec_ops() || n_ == 1) return;
+    rank.kernel(layer + ".ddp_weight_to_bucket", pass_spec(static_cast<double>(l.in) * l.out, 4, 4));
+    rank.kernel(layer + ".ddp_bias_to_bucket", pass_spec(l.out, 4, 4));
   }
 
   bool sparse_gradient() const {
@@ -1070,6 +1188,7 @@ class DlrmBuilder {
       gemm_op(layer + ".wgrad", Layout::tn, bottom[i].out, bottom[i].in, bb);
       bias_grad(rank, layer, bb, bottom[i].out, true);
       cast_weight_grads(rank, layer, bottom[i]);
+      if (!c_.bottom_on_rank0) ddp_copy_to_bucket(rank, layer, bottom[i]);
       const double params = static_cast<double>(bottom[i].in) * bottom[i].out + bottom[i].out;
       // On rank 0 alone (NVIDIA's placement) the bottom MLP is not replicated: no allreduce.
       if (!c_.bottom_on_rank0) buckets.add(params * 4);

@@ -131,6 +131,12 @@ class ConfigReader {
                   (c_.torch_embedding_bag ? "model.embedding_kernel: torch" : "training.embedding_gradient: sparse"),
               "use embedding_kernel: fused and embedding_gradient: fused, or one sharding type for every table");
     check_sequence_tables();
+    if (c_.torchrec_library && (c_.torch_embedding_bag || c_.sparse_embedding_gradient))
+      r_.fail(doc_["sharding"] && doc_["sharding"]["library"] ? "sharding.library" : "framework",
+              doc_["sharding"] && doc_["sharding"]["library"] ? doc_["sharding"]["library"] : doc_["framework"],
+              "TorchRec's sharded modules run FBGEMM's fused TBE, not " +
+                  std::string(c_.torch_embedding_bag ? "model.embedding_kernel: torch" : "training.embedding_gradient: sparse"),
+              "use embedding_kernel: fused and embedding_gradient: fused, or sharding.library: none");
     return c_;
   }
 
@@ -178,6 +184,7 @@ class ConfigReader {
       c_.input_all_to_all = true;
       c_.pipelined = true;
       c_.plan = "torchrec";  // DistributedModelParallel's plan from EmbeddingShardingPlanner
+      c_.torchrec_library = true;
     }
   }
 
@@ -477,7 +484,7 @@ class ConfigReader {
     const std::string path = "sharding";
     r_.check_keys(s, path,
                   {"plan", "planner", "seed", "placement", "bottom_mlp", "process_groups", "memory_reserve",
-                   "input_distribution", "torchrec_topology"});
+                   "input_distribution", "torchrec_topology", "library"});
     if (s["plan"] && s["plan"].IsSequence())
       read_table_plans(s["plan"], path + ".plan", s["placement"]);
     else if (s["plan"])
@@ -500,6 +507,10 @@ class ConfigReader {
     if (s["memory_reserve"]) c_.memory_reserve = r_.get_size(s["memory_reserve"], path + ".memory_reserve");
     // What TorchRec's planner believes of the hardware: Topology's defaults, as dlrm_main.py
     // builds it (world sizes only), or the platform's own figures.
+    // Whose ops run around the lookups and exchanges: TorchRec's sharded modules (KJT permutes,
+    // split sizes, the TBE's prologue and sort, the pooled all-to-all's copies), or none modelled.
+    if (s["library"])
+      c_.torchrec_library = r_.get_choice(s["library"], path + ".library", {"none", "torchrec"}) == "torchrec";
     if (s["torchrec_topology"])
       c_.torchrec_platform_topology =
           r_.get_choice(s["torchrec_topology"], path + ".torchrec_topology", {"defaults", "platform"}) == "platform";

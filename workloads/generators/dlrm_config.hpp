@@ -67,6 +67,7 @@ struct DlrmConfig {
   Bytes ddp_bucket = 25.0 * 1024 * 1024;
   std::string plan = "table_wise";   // a kind for every table, auto, torchrec, or per_table (table_plan)
   bool torchrec_platform_topology = false;  // sharding.torchrec_topology: platform (else TorchRec's defaults)
+  bool torchrec_library = false;      // sharding.library: torchrec (its ops around lookups and exchanges)
   std::vector<TableSharding> table_plan;  // sharding.plan listed per table (not all table_wise)
   std::string planner = "size_lookup_greedy";
   std::uint64_t seed = 0;

@@ -32,6 +32,12 @@ class RankBuilder {
   RankBuilder(TraceBuilder& trace, Seconds op_gap);
 
   void kernel(const std::string& name, const models::KernelSpec& spec) { w_.kernel(kCompute, name, spec); }
+  /// A kernel on `stream`; `host_gap` false: launched from inside an op already paid for (C++).
+  void kernel_on(int stream, const std::string& name, const models::KernelSpec& spec, bool host_gap = true) {
+    w_.kernel(stream, name, spec, host_gap);
+  }
+  /// The CPU waits for `stream`'s queued work (a host read of a value it produces).
+  void stream_sync(int stream, const std::string& name) { w_.sync_stream(stream, name); }
   /// `stream` records a fresh event that `waiter` then waits for.
   void handoff(int stream, int waiter, const std::string& event);
   /// `stream` records a fresh event, returned for a later wait().

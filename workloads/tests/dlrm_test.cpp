@@ -13,6 +13,7 @@
 #include "platforms/loader.hpp"
 #include "workloads/generators/dlrm_config.hpp"
 #include "workloads/generators/dlrm_sharding.hpp"
+#include "workloads/generators/dlrm_torchrec_ops.hpp"
 #include "workloads/generators/dlrm_torchrec_planner.hpp"
 #include "workloads/workload.hpp"
 
@@ -516,14 +517,15 @@ TEST_F(Dlrm, FrameworkGivesItsDefaults) {
   same(dle, spelled);
   const Trace torchrec = parse("framework: torchrec\n" + small_dlrm(tables, "{global_batch: 1024}"), "0,1");
   const Trace torchrec_spelled = parse(with_model_key(small_dlrm(tables, "{global_batch: 1024, pipeline: sparse_dist}",
-                                                                 "sharding: {input_distribution: all_to_all, plan: torchrec}\n"),
+                                                                 "sharding: {input_distribution: all_to_all, plan: torchrec, "
+                                                                 "library: torchrec}\n"),
                                                       "mlp_epilogue: torch"),
                                        "0,1");
   same(torchrec, torchrec_spelled);
   // A key given overrides the framework's default, and choices that need one another are checked.
   const Trace unpiped = parse("framework: torchrec\n" + small_dlrm(tables, "{global_batch: 1024, pipeline: none}"), "0,1");
   EXPECT_EQ(std::count_if(unpiped.program(0).ops.begin(), unpiped.program(0).ops.end(),
-                          [](const Op& o) { return o.kind == OpKind::memcpy; }),
+                          [&](const Op& o) { return o.kind == OpKind::memcpy && unpiped.names[o.name] == "next_batch.to_device"; }),
             0);
   EXPECT_NE(error("framework: dle\n" + small_dlrm(tables, "{global_batch: 1024}", "sharding: {plan: row_wise}\n"))
                 .find("framework: dle puts the bottom MLP on rank 0"),
@@ -723,6 +725,60 @@ TEST(DlrmPlanners, UnknownPlannerListsTheKnownOnes) {
     EXPECT_NE(what.find("unknown planner 'best'"), std::string::npos) << what;
     EXPECT_NE(what.find("size_lookup_greedy"), std::string::npos) << what;
   }
+}
+
+// ---------------------------------------------------------------- TorchRec's op sequence
+
+// FBGEMM's TBE backward launches (71d6f8b2), counted by hand: 16 with cub's one-tile sort, one
+// fewer below 1024 lookups (no accumulator to zero); 19 + 2P with the onesweep sort of P 8-bit
+// passes (10M rows: 24 bits, P = 3: 25). The model's embedding_backward is one of them.
+TEST(TorchrecOps, TbeBackwardLaunchesMatchFbgemm) {
+  EXPECT_EQ(dlrm::torchrec::tbe_backward_extra_launches(1000, 1e5) + 1, 15);
+  EXPECT_EQ(dlrm::torchrec::tbe_backward_extra_launches(2000, 1e5) + 1, 16);
+  EXPECT_EQ(dlrm::torchrec::tbe_backward_extra_launches(1e5, 1e7) + 1, 25);
+  EXPECT_EQ(dlrm::torchrec::tbe_backward_extra_launches(1e5, 65536) + 1, 19 + 2 * 3);  // 17 bits: 3 passes
+  EXPECT_EQ(dlrm::torchrec::tbe_backward_extra_launches(1e5, 65535) + 1, 19 + 2 * 2);  // 16 bits: 2 passes
+}
+
+// sharding.library: torchrec on 2 ranks, table-wise: per exchanging section three blocking split
+// copies and the recat copy (the host waits for each), the received KJT's lengths read back, one
+// TBE call per section (only its first lookup group pays the op gap), the gradient's n pieces
+// before the backward all-to-all and DDP's copy of every MLP parameter into its bucket.
+TEST_F(Dlrm, TorchrecLibraryRunsItsOpsAroundTheLookups) {
+  const std::string tables = "[{rows: 100}, {rows: 100000}, {rows: 200}, {rows: 300000}]";
+  const auto build = [&](const std::string& library) {
+    return parse(small_dlrm(tables, "{global_batch: 1024, pipeline: sparse_dist}",
+                            "sharding: {input_distribution: all_to_all, placement: [0, 0, 1, 1], library: " + library +
+                                "}\n"),
+                 "0,1");
+  };
+  const Trace plain = build("none"), torchrec = build("torchrec");
+  const auto named = [](const Trace& t, const std::string& name) {
+    return std::count_if(t.program(0).ops.begin(), t.program(0).ops.end(),
+                         [&](const Op& o) { return t.names[o.name] == name; });
+  };
+  for (const char* copy : {"input_dist.splits_batch", "input_dist.splits_values", "input_dist.splits_stride",
+                           "input_dist.recat"})
+    EXPECT_EQ(named(torchrec, copy), 1) << copy;
+  EXPECT_EQ(named(torchrec, "dist_init.lengths_read"), 1);  // KJT.sync's host read of the lengths
+  EXPECT_EQ(named(plain, "dist_init.lengths_read"), 0);
+  EXPECT_EQ(named(torchrec, "output_dist.grad_piece"), 2);
+  EXPECT_EQ(named(torchrec, "bottom_mlp.fc0.ddp_weight_to_bucket"), 1);
+  EXPECT_EQ(named(torchrec, "top_mlp.fc1.ddp_bias_to_bucket"), 1);
+  EXPECT_EQ(named(plain, "output_dist.grad_piece"), 0);
+  // Rank 0's two tables differ in rows: two lookup groups, one TBE call (one op gap).
+  const Program& p = torchrec.program(0);
+  int forwards = 0, gapped = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].kind != OpKind::kernel || torchrec.names[p.ops[i].name].rfind("embedding_forward", 0) != 0) continue;
+    ++forwards;
+    gapped += i > 0 && p.ops[i - 1].kind == OpKind::cpu;
+  }
+  EXPECT_EQ(forwards, 2);
+  EXPECT_EQ(gapped, 1);
+  EXPECT_NE(error(small_dlrm(tables, "{global_batch: 1024, embedding_gradient: sparse}", "sharding: {library: torchrec}\n"))
+                .find("TorchRec's sharded modules run FBGEMM's fused TBE"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------- plan: torchrec
