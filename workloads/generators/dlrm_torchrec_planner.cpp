@@ -367,12 +367,17 @@ std::vector<TableSharding> torchrec_plan(const ShardingRequest& request, const T
   const Bytes capacity = memory > 0 ? memory - request.memory_reserve : std::numeric_limits<double>::infinity();
   const Partitioner partitioner(ranks, per_node, capacity);
   const std::optional<std::vector<Option>> best = Search(std::move(options), partitioner).best();
-  if (!best)
+  if (!best) {
+    const bool capped = inputs.hbm_cap > 0 && (request.gpu_memory <= 0 || inputs.hbm_cap < request.gpu_memory);
+    const std::string gpu = request.gpu_name.empty() ? std::string("the GPU") : request.gpu_name;
+    const std::string room = capped ? "TorchRec's default Topology's 32 GiB per GPU (below " + gpu + "'s memory)"
+                                    : gpu + "'s memory";
     throw ConfigError(request.where,
-                      "plan torchrec found no proposal whose shards fit in " +
-                          (request.gpu_name.empty() ? std::string("the GPU's") : request.gpu_name) +
-                          " memory less the reserve on every rank",
-                      "use more GPUs or GPUs with more memory, or list a per-table sharding.plan");
+                      "plan torchrec found no proposal whose shards, with their inputs and outputs, fit in " + room +
+                          " less the reserve on every rank",
+                      std::string("use more GPUs") + (capped ? ", sharding.torchrec_topology: platform (the GPU's own memory)" : "") +
+                          ", or list a per-table sharding.plan");
+  }
   std::vector<TableSharding> out;
   for (const Option& o : *best) out.push_back(o.sharding);
   return out;

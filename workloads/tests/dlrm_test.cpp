@@ -861,6 +861,15 @@ TEST(TorchrecPlanner, DefaultTopologyCapsTheMemoryAt32GiB) {
   defaults.ranks_per_node = 4;
   r.per_table = torchrec_plan(r, defaults);
   for (Bytes b : plan_sharding(r).bytes_of_rank) EXPECT_LE(b, 18e9);
+  // Where the cap alone makes a job not fit, the error says so and names the key that lifts it.
+  ShardingRequest one = request(tables_of_rows({8e7}, 128), 1, "");  // 41 GB
+  one.gpu_memory = 80e9;
+  try {
+    torchrec_plan(one, defaults);
+    ADD_FAILURE() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("sharding.torchrec_topology: platform"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TorchrecPlanner, NothingFitsNamesTheFix) {
