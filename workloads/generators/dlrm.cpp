@@ -1429,7 +1429,7 @@ class DlrmBuilder {
       out += std::to_string(r);
       const std::size_t held = plan_.tables_of_rank[static_cast<std::size_t>(r)].size();
       if (kind == ShardingKind::table_wise) out += ": " + std::to_string(held) + " tables ";
-      else if (kind) out += ": a shard of every table ";
+      else if (kind && held == c_.tables.size()) out += ": a shard of every table ";
       else out += ": " + std::to_string(held) + " tables or shards ";
       out += gb(plan_.bytes_of_rank[static_cast<std::size_t>(r)]);
     }
