@@ -1125,6 +1125,9 @@ class DlrmBuilder {
       gemm_op(name + ".v.dgrad", Layout::nn, b, width, r);
       gemm_op(name + ".v.wgrad", Layout::tn, r, width, b);
       rank.kernel(name + ".residual.backward", pass_spec(b * width, 2 * act_bytes_, act_bytes_));
+      if (torchrec_ops() && n_ > 1)  // DDP's copy of each of U, V and the bias into its bucket
+        for (const double params : {width * r, r * width, width})
+          rank.kernel(name + ".ddp_param_to_bucket", pass_spec(params, 4, 4));
       buckets.add((2 * width * r + width) * 4);
     }
     rank.kernel("interaction.x0_grad", pass_spec(b * width, 2 * act_bytes_, act_bytes_));

@@ -558,6 +558,11 @@ TEST_F(Dlrm, DcnV2AddsItsCrossLayersGemmsAndParameters) {
     return g[models::MemoryTerm::parameters] - h[models::MemoryTerm::parameters];
   }();
   EXPECT_NEAR(params, 4 * layers * (2 * d * r + d), 1e-6);
+  // Under TorchRec's DDP each of a layer's U, V and bias is copied into its bucket: d r, r d, d.
+  const Trace torchrec = parse(dcn + "sharding: {library: torchrec}\n", "0,1");
+  std::vector<double> copies;
+  for (const auto* k : kernels_named(torchrec, 0, "interaction.cross1.ddp_param_to_bucket")) copies.push_back(k->param("elements"));
+  EXPECT_EQ(copies, (std::vector<double>{d * r, r * d, d}));
 }
 
 TEST_F(Dlrm, DcnV2NeedsItsShape) {
