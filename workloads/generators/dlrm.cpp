@@ -1268,6 +1268,11 @@ class DlrmBuilder {
                                                                                : "whole tables do not fit") +
                                    ")";
     trace_.note(plan + "; per rank: " + describe_ranks());
+    if (torchrec_ops())
+      trace_.note("sharding.library torchrec: TorchRec's and FBGEMM's ops around the lookups and exchanges (KJT "
+                  "permutes, blocking split-size copies and host reads of the splits and lengths, one TBE call per "
+                  "section with its prologue and its backward's sort, the pooled all-to-all's fills, cats and "
+                  "gradient pieces, DDP's copy of each parameter into its bucket; docs/dlrm.md)");
     const auto sequences = std::count_if(c_.tables.begin(), c_.tables.end(), [](const TableEntry& e) { return e.table.sequence; });
     if (sequences > 0)
       trace_.note(fmt::format("{} sequence table(s) (TorchRec's EmbeddingCollection): every lookup's row exchanged by "
