@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -335,7 +336,7 @@ class DlrmBuilder {
     for (std::size_t s = 0; s < sections_.size(); ++s) {
       if (!exchanges(s)) continue;
       // _get_recat: the received features' order, a blocking torch.tensor copy.
-      if (torchrec_ops()) torchrec::blocking_tensor(rank, "embedding_comm", tag(s) + "input_dist.recat", 8.0 * n_ * features());
+      if (torchrec_ops()) rank.upload("embedding_comm", tag(s) + "input_dist.recat", 8.0 * n_ * features());
       rank.collective(kEmbeddingComm, tag(s) + "input_dist.lengths",
                       call(models::CollectiveOp::alltoall, input_a2a_bytes(s, false), kEmbeddingGroup));
       rank.collective(kEmbeddingComm, tag(s) + "input_dist.indices",
@@ -585,7 +586,7 @@ class DlrmBuilder {
     // JointSparseEmbedding.forward adds each table's row offset to the indices (a PyTorch add over
     // the rank's int64 indices); joint_fused's gather adds them itself.
     if (joint_sparse(groups) && !joint_fused(groups))
-      rank.kernel("embedding_index_offsets", pass_spec(rank_lookups(groups), 8, 8));
+      rank.kernel("embedding_index_offsets", pass_spec(totals(groups).lookups, 8, 8));
     for (std::size_t s = 0; s < sections_.size(); ++s) {
       if (torchrec_ops()) lookup_prologue(rank, s, groups);
       bool first_of_section = true;  // TorchRec: one TBE call per section, its groups one kernel
@@ -766,7 +767,7 @@ class DlrmBuilder {
       // gather_gpu_fused_bwd: the indices plus row offsets, and the pooled gradient copied into
       // the sparse gradient's fp32 values (a cast under AMP, a plain copy in fp32; DLE's own
       // kernel, four elements per vector load).
-      rank.kernel("embedding_index_offsets", pass_spec(rank_lookups(groups), 8, 8));
+      rank.kernel("embedding_index_offsets", pass_spec(totals(groups).lookups, 8, 8));
       rank.kernel("embedding_grad_copy", pass_spec(local_values, act_bytes_, 4));
     } else if (joint_sparse(groups) && act_bytes_ < 4) {
       rank.kernel("embedding_grad_cast", widening_cast(local_values, act_bytes_, 4));
@@ -796,7 +797,10 @@ class DlrmBuilder {
           backward.params["state_bytes"] = state;
         const std::size_t s = groups[g].section;
         rank.kernel_on(kCompute, "embedding_backward" + suffix(g), backward, !torchrec_ops() || !tbe_called[s]);
-        if (torchrec_ops() && !tbe_called[s]) tbe_backward_internals(rank, s, groups);
+        if (torchrec_ops() && !tbe_called[s]) {
+          const LookupTotals t = totals(groups, s);
+          torchrec::tbe_backward_internals(rank, tag(s) + "tbe_backward", t.lookups, t.rows);
+        }
         tbe_called[s] = true;
       }
       // Replicated tables (TorchRec's data_parallel) get dense gradients that DDP allreduces
@@ -857,11 +861,20 @@ class DlrmBuilder {
     return joint_sparse(groups) && n_ == 1 && features() == 26 && groups.front().dim == 128;
   }
 
-  /// The rank's lookups (one int64 index each) over its groups.
-  static double rank_lookups(const std::vector<LookupGroup>& groups) {
-    double lookups = 0;
-    for (const LookupGroup& g : groups) lookups += g.batch * g.tables * g.pooling;
-    return lookups;
+  /// A rank's bags (one per sample and table), lookups (one int64 index each) and rows, over
+  /// its groups of one section or of all.
+  struct LookupTotals {
+    double bags = 0, lookups = 0, rows = 0;
+  };
+  static LookupTotals totals(const std::vector<LookupGroup>& groups, std::optional<std::size_t> section = {}) {
+    LookupTotals t;
+    for (const LookupGroup& g : groups) {
+      if (section && g.section != *section) continue;
+      t.bags += g.batch * g.tables;
+      t.lookups += g.batch * g.tables * g.pooling;
+      t.rows += g.tables * g.rows;
+    }
+    return t;
   }
 
   /// TorchRec's own ops around the lookups and exchanges (dlrm_torchrec_ops.hpp).
@@ -883,8 +896,8 @@ class DlrmBuilder {
   }
 
   /// KJTAllToAll's start (TrainPipelineSparseDist.start_sparse_data_dist): the batch's KJT
-  /// permuted into the ranks' feature order, then per section three blocking torch.tensor copies
-  /// of the split sizes and their stack.
+  /// permuted into the ranks' feature order, then per section three torch.tensor(list,
+  /// device="cuda") of the split sizes (pageable copies the CPU waits for: upload) and their stack.
   void splits_prologue(RankBuilder& rank) const {
     double lookups = 0;
     for (const TableEntry& t : c_.tables) lookups += t.table.pooling;
@@ -892,7 +905,7 @@ class DlrmBuilder {
     for (std::size_t s = 0; s < sections_.size(); ++s) {
       if (!exchanges(s)) continue;
       for (const char* what : {"batch", "values", "stride"})
-        torchrec::blocking_tensor(rank, "embedding_comm", tag(s) + "input_dist.splits_" + what, 8.0 * n_);
+        rank.upload("embedding_comm", tag(s) + "input_dist.splits_" + what, 8.0 * n_);
       rank.kernel_on(kEmbeddingComm, tag(s) + "input_dist.splits_stack", pass_spec(3.0 * n_, 8, 8));
     }
   }
@@ -900,16 +913,14 @@ class DlrmBuilder {
   /// Before a section's TBE call: the received KJT's dist_init (its permute to the tables' order
   /// and KJT.sync, the lengths' sum read by the host), then the TBE's prologue.
   void lookup_prologue(RankBuilder& rank, std::size_t s, const std::vector<LookupGroup>& groups) const {
-    double bags = 0, lookups = 0;
-    for (const LookupGroup& g : groups)
-      if (g.section == s) bags += g.batch * g.tables, lookups += g.batch * g.tables * g.pooling;
-    if (bags == 0) return;
+    const LookupTotals t = totals(groups, s);
+    if (t.bags == 0) return;
     if (c_.input_all_to_all && exchanges(s)) {
-      torchrec::kjt_permute(rank, kCompute, tag(s) + "dist_init.permute", bags, lookups);
-      rank.kernel(tag(s) + "dist_init.lengths_sum", pass_spec(bags, 4, 0));
+      torchrec::kjt_permute(rank, kCompute, tag(s) + "dist_init.permute", t.bags, t.lookups);
+      rank.kernel(tag(s) + "dist_init.lengths_sum", pass_spec(t.bags, 4, 0));
       rank.stream_sync(kCompute, tag(s) + "dist_init.lengths_read");
     }
-    torchrec::tbe_forward_prologue(rank, tag(s) + "tbe", bags, lookups);
+    torchrec::tbe_forward_prologue(rank, tag(s) + "tbe", t.bags, t.lookups);
   }
 
   /// After the pooled all-to-alls: All2All_Pooled_Wait's cat of each section's received pieces
@@ -941,14 +952,6 @@ class DlrmBuilder {
         rank.kernel(tag(s) + "output_dist.grad_piece", pass_spec(b * section_values(s) / n_, act_bytes_, act_bytes_));
       rank.kernel(tag(s) + "output_dist.grad_cat", pass_spec(b * section_values(s), act_bytes_, act_bytes_));
     }
-  }
-
-  /// FBGEMM's TBE backward besides its main kernel, once per section's call.
-  void tbe_backward_internals(RankBuilder& rank, std::size_t s, const std::vector<LookupGroup>& groups) const {
-    double lookups = 0, rows = 0;
-    for (const LookupGroup& g : groups)
-      if (g.section == s) lookups += g.batch * g.tables * g.pooling, rows += g.tables * g.rows;
-    torchrec::tbe_backward_internals(rank, tag(s) + "tbe_backward", lookups, rows);
   }
 
   /// PyTorch DDP with gradients set to None each step: the reducer copies (scaled by 1/n) each

@@ -124,20 +124,32 @@ class ConfigReader {
               "use embedding_kernel: fused, or another sharding.plan");
     // TorchRec's per-table plans run FBGEMM's fused kernels; PyTorch's own and DLE's sparse
     // gradients are modelled for one sharding type of sharded tables.
-    if ((c_.plan == "per_table" || c_.plan == "torchrec") && (c_.torch_embedding_bag || c_.sparse_embedding_gradient))
-      r_.fail("sharding.plan", doc_["sharding"]["plan"],
-              std::string("a per-table plan") + (c_.plan == "torchrec" ? " (TorchRec's planner)" : " of several sharding types") +
-                  " is modelled with FBGEMM's fused kernels, not " +
-                  (c_.torch_embedding_bag ? "model.embedding_kernel: torch" : "training.embedding_gradient: sparse"),
-              "use embedding_kernel: fused and embedding_gradient: fused, or one sharding type for every table");
+    if ((c_.plan == "per_table" || c_.plan == "torchrec") && !fused_kernels())
+      fail_unfused("sharding.plan", doc_["sharding"]["plan"],
+                            std::string("a per-table plan") +
+                                (c_.plan == "torchrec" ? " (TorchRec's planner)" : " of several sharding types") +
+                                " is modelled with FBGEMM's fused kernels",
+                            "one sharding type for every table");
     check_sequence_tables();
-    if (c_.torchrec_library && (c_.torch_embedding_bag || c_.sparse_embedding_gradient))
-      r_.fail(doc_["sharding"] && doc_["sharding"]["library"] ? "sharding.library" : "framework",
-              doc_["sharding"] && doc_["sharding"]["library"] ? doc_["sharding"]["library"] : doc_["framework"],
-              "TorchRec's sharded modules run FBGEMM's fused TBE, not " +
-                  std::string(c_.torch_embedding_bag ? "model.embedding_kernel: torch" : "training.embedding_gradient: sparse"),
-              "use embedding_kernel: fused and embedding_gradient: fused, or sharding.library: none");
+    if (c_.torchrec_library && !fused_kernels()) {
+      const YAML::Node library = doc_["sharding"] ? doc_["sharding"]["library"] : YAML::Node();
+      fail_unfused(library ? "sharding.library" : "framework", library ? library : doc_["framework"],
+                            "TorchRec's sharded modules run FBGEMM's fused TBE", "sharding.library: none");
+    }
     return c_;
+  }
+
+  /// Whether the tables run FBGEMM's fused TBE (not PyTorch's nn.EmbeddingBag, not DLE's sparse
+  /// gradient).
+  bool fused_kernels() const { return !c_.torch_embedding_bag && !c_.sparse_embedding_gradient; }
+
+  /// Fails at `path`: `what` is modelled on FBGEMM's fused TBE alone; names the key that chose
+  /// otherwise, and `alternative` as the other fix.
+  void fail_unfused(const std::string& path, const YAML::Node& node, const std::string& what,
+                    const std::string& alternative) const {
+    r_.fail(path, node,
+            what + ", not " + (c_.torch_embedding_bag ? "model.embedding_kernel: torch" : "training.embedding_gradient: sparse"),
+            "use model.embedding_kernel: fused and training.embedding_gradient: fused, or " + alternative);
   }
 
   /// Sequence tables are TorchRec's EmbeddingCollection: FBGEMM's fused kernels, an exchange of
@@ -147,9 +159,9 @@ class ConfigReader {
     if (sequence == c_.tables.end()) return;
     const YAML::Node tables = doc_["model"]["tables"];
     const std::string which = "sequence table '" + sequence->table.name + "'";
-    if (c_.torch_embedding_bag || c_.sparse_embedding_gradient)
-      r_.fail("model.tables", tables, which + " is TorchRec's EmbeddingCollection, modelled on FBGEMM's fused kernels",
-              "use model.embedding_kernel: fused and training.embedding_gradient: fused, or drop sequence");
+    if (!fused_kernels())
+      fail_unfused("model.tables", tables, which + " is TorchRec's EmbeddingCollection, modelled on FBGEMM's fused kernels",
+                   "drop sequence");
     if (c_.bottom_on_rank0)
       r_.fail("model.tables", tables, which + ": NVIDIA DLE's exchange carries one pooled vector per table",
               "set sharding.bottom_mlp: data_parallel (or framework: torchrec), or drop sequence");

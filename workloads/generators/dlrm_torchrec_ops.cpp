@@ -35,10 +35,6 @@ void kjt_permute(RankBuilder& rank, int stream, const std::string& name, double 
   rank.kernel_on(stream, name + ".values", pass(values, 8, 8), false);
 }
 
-void blocking_tensor(RankBuilder& rank, const std::string& stream, const std::string& name, double bytes) {
-  rank.upload(stream, name, bytes);
-}
-
 void tbe_forward_prologue(RankBuilder& rank, const std::string& name, double bags, double lookups) {
   op(rank, kCompute, name + ".offsets", 3, bags, 4);
   op(rank, kCompute, name + ".offsets_to_int64", 1, bags, 6);

@@ -15,10 +15,6 @@ namespace stepsim::workloads::dlrm::torchrec {
 /// one op, seven kernels (permuted lengths, two cumsums of three and two, the values) on `stream`.
 void kjt_permute(RankBuilder& rank, int stream, const std::string& name, double lengths, double values);
 
-/// @brief torch.tensor(list, device="cuda"): a pageable copy of `bytes` on `stream` that the
-/// CPU waits for, with everything queued before it on that stream.
-void blocking_tensor(RankBuilder& rank, const std::string& stream, const std::string& name, double bytes);
-
 /// @brief Before the TBE's forward kernel: the lengths' complete cumsum to offsets (one op, three
 /// kernels), their widening to int64, and bounds_check_indices (one op: a flag fill and the check).
 void tbe_forward_prologue(RankBuilder& rank, const std::string& name, double bags, double lookups);

@@ -35,20 +35,20 @@ struct Shard {
 struct Option {
   TableSharding sharding;  // ranks: every rank for row_wise / data_parallel, else filled by the partition
   std::vector<Shard> shards;
-  Seconds perf_sum() const {
-    return std::accumulate(shards.begin(), shards.end(), 0.0, [](double s, const Shard& x) { return s + x.perf; });
+  Seconds perf_sum() const { return sum(&Shard::perf); }
+  Seconds perf_max() const { return max(&Shard::perf); }
+  Bytes storage_sum() const { return sum(&Shard::storage); }
+  Bytes storage_max() const { return max(&Shard::storage); }
+
+ private:
+  double sum(double Shard::*field) const {
+    double s = 0;
+    for (const Shard& x : shards) s += x.*field;
+    return s;
   }
-  Seconds perf_max() const {
-    Seconds m = 0;
-    for (const Shard& s : shards) m = std::max(m, s.perf);
-    return m;
-  }
-  Bytes storage_sum() const {
-    return std::accumulate(shards.begin(), shards.end(), 0.0, [](double s, const Shard& x) { return s + x.storage; });
-  }
-  Bytes storage_max() const {
-    Bytes m = 0;
-    for (const Shard& s : shards) m = std::max(m, s.storage);
+  double max(double Shard::*field) const {
+    double m = 0;
+    for (const Shard& x : shards) m = std::max(m, x.*field);
     return m;
   }
 };
@@ -190,8 +190,9 @@ class Partitioner {
         take(r, opt.shards[static_cast<std::size_t>(r)]);
       }
     }
-    std::stable_sort(rest.begin(), rest.end(),
-                     [&](std::size_t a, std::size_t b) { return options[a].storage_sum() > options[b].storage_sum(); });
+    std::vector<Bytes> storage(options.size());
+    for (std::size_t o : rest) storage[o] = options[o].storage_sum();
+    std::stable_sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) { return storage[a] > storage[b]; });
     for (std::size_t o : rest) {
       Option& opt = options[o];
       opt.sharding.ranks.clear();
@@ -361,10 +362,9 @@ std::vector<TableSharding> torchrec_plan(const ShardingRequest& request, const T
   const Estimator estimator(inputs, ranks);
   std::vector<std::vector<Option>> options;
   for (const EmbeddingTable& t : request.tables) options.push_back(enumerate(t, estimator, ranks, per_node));
-  const Bytes memory = inputs.hbm_cap > 0 && request.gpu_memory > 0 ? std::min(inputs.hbm_cap, request.gpu_memory)
-                       : inputs.hbm_cap > 0                          ? inputs.hbm_cap
-                                                                     : request.gpu_memory;
-  const Bytes capacity = memory > 0 ? memory - request.memory_reserve : std::numeric_limits<double>::infinity();
+  // The planner's memory: the smaller of its cap and the GPU's, either 0 when not known.
+  const auto known = [](Bytes b) { return b > 0 ? b : std::numeric_limits<double>::infinity(); };
+  const Bytes capacity = std::min(known(inputs.hbm_cap), known(request.gpu_memory)) - request.memory_reserve;
   const Partitioner partitioner(ranks, per_node, capacity);
   const std::optional<std::vector<Option>> best = Search(std::move(options), partitioner).best();
   if (!best) {

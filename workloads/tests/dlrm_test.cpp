@@ -457,8 +457,11 @@ TEST_F(Dlrm, InputDistributionAllToAllsMatchHandCounts) {
   EXPECT_EQ(sizes("[0, 0, 0, 1]"), (std::vector<double>{2 * 3 * 8, 512 * 3 * 4 * 2, 512 * 3 * 8 * 2}));
   // Without it (NVIDIA DLE's loader) there is none.
   const Trace dle = parse(small_dlrm(), "0,1");
-  for (const Op& o : dle.program(0).ops)
-    if (o.kind == OpKind::collective) EXPECT_FALSE(dle.names[o.name].starts_with("input_dist"));
+  for (const Op& o : dle.program(0).ops) {
+    if (o.kind == OpKind::collective) {
+      EXPECT_FALSE(dle.names[o.name].starts_with("input_dist"));
+    }
+  }
 }
 
 // Where the input distribution sits in a rank's program: unpipelined before the lookups, which
