@@ -1,5 +1,7 @@
 #include "models/algorithm.hpp"
 
+#include <algorithm>
+
 #include "platforms/config_error.hpp"
 
 namespace stepsim::models {
@@ -23,6 +25,20 @@ const AlgorithmInfo& AlgorithmRegistry::get(const std::string& name) const {
   std::string known;
   for (const auto& [n, _] : by_name_) known += (known.empty() ? "" : ", ") + n;
   throw ConfigError("--algo", "unknown algorithm '" + name + "'", "use one of: " + known + ", best");
+}
+
+void AlgorithmInfo::check_params(const AlgorithmOptions& options) const {
+  for (const auto& [key, value] : options.extra) {
+    const bool declared =
+        std::any_of(params.begin(), params.end(), [&key = key](const AlgorithmParam& p) { return p.name == key; });
+    if (declared) continue;
+    std::string accepted;
+    for (const AlgorithmParam& p : params)
+      accepted += (accepted.empty() ? "" : "; ") + p.name + "=" + p.description + " (default: " + p.default_value + ")";
+    throw ConfigError("--algo-param " + key + "=" + value, "'" + key + "' is not a parameter of --algo " + name,
+                      accepted.empty() ? name + " takes no --algo-param; drop it"
+                                       : name + " accepts: " + accepted);
+  }
 }
 
 std::vector<const AlgorithmInfo*> AlgorithmRegistry::all() const {

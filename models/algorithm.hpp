@@ -5,7 +5,7 @@
 /// (platform + allocation), `lower` returns a Schedule that passes the data-movement checker,
 /// or throws ConfigError when the op or the allocation is not supported (`supports` says so
 /// beforehand). Adding an algorithm is one file under models/collectives/ ending with
-/// `STEPSIM_REGISTER_ALGORITHM(Class, "name", "one-line description")`.
+/// `STEPSIM_REGISTER_ALGORITHM(Class, "name", "one-line description", {parameters})`.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -69,10 +69,22 @@ class Algorithm {
   virtual Schedule lower(const CollectiveSpec& spec, const CollectiveContext& ctx) const = 0;
 };
 
+/// @brief One `--algo-param key=value` an algorithm understands.
+struct AlgorithmParam {
+  std::string name;
+  std::string default_value;   ///< what applies without it, in words ("NCCL's choice")
+  std::string description;     ///< accepted values and meaning
+};
+
 struct AlgorithmInfo {
   std::string name;
   std::string description;
   std::function<std::unique_ptr<Algorithm>()> make;
+  std::vector<AlgorithmParam> params;   ///< every --algo-param key it reads; others are refused
+
+  /// @brief Throws ConfigError naming `--algo-param` and listing the declared parameters (with
+  /// their defaults) for a key of `options.extra` this algorithm does not declare.
+  void check_params(const AlgorithmOptions& options) const;
 };
 
 /// @brief Name-ordered registry (function-local static; filled by static registrars).
@@ -89,16 +101,19 @@ class AlgorithmRegistry {
 };
 
 struct AlgorithmRegistrar {
-  AlgorithmRegistrar(const char* name, const char* description,
-                     std::function<std::unique_ptr<Algorithm>()> make) {
-    AlgorithmRegistry::instance().add({name, description, std::move(make)});
+  AlgorithmRegistrar(const char* name, const char* description, std::function<std::unique_ptr<Algorithm>()> make,
+                     std::vector<AlgorithmParam> params) {
+    AlgorithmRegistry::instance().add({name, description, std::move(make), std::move(params)});
   }
 };
 
 }  // namespace stepsim::models
 
-#define STEPSIM_REGISTER_ALGORITHM(Class, name, description)                        \
+/// Registers `Class` as `name`; the optional last argument declares its parameters,
+/// `{{"key", "default", "description"}, ...}` (none: every --algo-param is refused).
+#define STEPSIM_REGISTER_ALGORITHM(Class, name, description, ...)                   \
   namespace {                                                                        \
   const ::stepsim::models::AlgorithmRegistrar registrar_##Class{                     \
-      name, description, [] { return std::make_unique<Class>(); }};                  \
+      name, description, [] { return std::make_unique<Class>(); },                   \
+      std::vector<::stepsim::models::AlgorithmParam> __VA_ARGS__};                   \
   }

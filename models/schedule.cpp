@@ -37,7 +37,7 @@ const std::vector<CollectiveOp>& all_ops() {
   return ops;
 }
 
-CollectiveOp parse_op(const std::string& text) {
+CollectiveOp parse_op(const std::string& text, const std::string& where) {
   std::string key;
   for (char c : text)
     if (c != '_' && c != '-') key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -48,7 +48,7 @@ CollectiveOp parse_op(const std::string& text) {
       if (*p != '_') name += *p;
     if (key == name) return op;
   }
-  throw ConfigError("--op", "unknown collective '" + text + "'",
+  throw ConfigError(where, "unknown collective '" + text + "'",
                     "use one of: allgather, reduce_scatter, allreduce, broadcast, reduce, alltoall, sendrecv");
 }
 

@@ -55,7 +55,9 @@ namespace stepsim::models {
 enum class CollectiveOp { allgather, reduce_scatter, allreduce, broadcast, reduce, alltoall, sendrecv };
 const char* to_string(CollectiveOp op);
 /// @brief Parses nccl-tests-like names: allgather/all_gather, reduce_scatter, allreduce/all_reduce, ...
-CollectiveOp parse_op(const std::string& text);   // throws ConfigError naming --op
+/// @brief "allreduce", "all_reduce", "all_reduce_perf" ...; a ConfigError naming `where` (the flag
+/// or key that gave it) for anything else.
+CollectiveOp parse_op(const std::string& text, const std::string& where = "--op");
 const std::vector<CollectiveOp>& all_ops();
 
 /// @brief nccl-tests' bus-bandwidth factor: 2(n-1)/n allreduce, (n-1)/n AG/RS/alltoall, 1 else.

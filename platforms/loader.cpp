@@ -160,7 +160,7 @@ Platform parse_platform(const std::string& yaml_text, const std::string& origin,
   const GpuModel gpu = read_gpu(reader, reader.require(doc, "", "gpu"));
   const std::string cpu_vendor =
       doc["cpu_vendor"] ? reader.get_choice(doc["cpu_vendor"], "cpu_vendor", {"intel", "amd", "arm"}) : "intel";
-  const int nodes = doc["nodes"] ? reader.get_int(doc["nodes"], "nodes", 1) : 1;
+  const int nodes = doc["nodes"] ? reader.get_int(doc["nodes"], "nodes", 1, kMaxNodes) : 1;
   const YAML::Node node_section = reader.require(doc, "", "node");
   NodeTemplate node = read_node(reader, node_section, gpu);
   if (nodes > 1 && node.nics.empty())

@@ -33,7 +33,11 @@ std::vector<std::string> expand(const YamlReader& reader, const YAML::Node& at, 
   } catch (const std::exception&) {
     reader.fail(path, at, "bad range '[" + range + "]' in '" + text + "'", fix);
   }
-  if (first < 0 || last < first) reader.fail(path, at, "range '[" + range + "]' is empty or negative", fix);
+  if (first < 0 || last < first) reader.fail(path, at, "range '" + text + "' is empty or negative", fix);
+  if (last - first >= kMaxNodeVertices)
+    reader.fail(path, at, "'" + text + "' names " + std::to_string(static_cast<long long>(last) - first + 1) +
+                              " vertices; a node holds at most " + std::to_string(kMaxNodeVertices),
+                "describe one server in node: (nodes: N replicates it)");
   std::vector<std::string> names;
   for (int i = first; i <= last; ++i)
     names.push_back(text.substr(0, open) + std::to_string(i) + text.substr(close + 1));
@@ -100,7 +104,7 @@ class NodeBuilder {
       proto.type = static_cast<LinkType>(std::find(kLinkTypes.begin(), kLinkTypes.end(), type) - kLinkTypes.begin());
       if (entry["duplex"])
         proto.half_duplex = reader_.get_choice(entry["duplex"], path + ".duplex", {"full", "half"}) == "half";
-      if (entry["lanes"]) proto.lanes = reader_.get_int(entry["lanes"], path + ".lanes", 1);
+      if (entry["lanes"]) proto.lanes = reader_.get_int(entry["lanes"], path + ".lanes", 1, kMaxLinkLanes);
       proto.latency = reader_.get_duration(reader_.require(entry, path, "latency"), path + ".latency");
       if (entry["bandwidth"]) {
         proto.datasheet_bandwidth = reader_.get_bandwidth(entry["bandwidth"], path + ".bandwidth");
@@ -259,6 +263,9 @@ class NodeBuilder {
 
   int add_vertex(Vertex v, const std::string& path, const YAML::Node& at) {
     if (ids_.count(v.name)) reader_.fail(path, at, "duplicate vertex name '" + v.name + "'", "give every vertex a unique name");
+    if (node_.vertices.size() >= static_cast<std::size_t>(kMaxNodeVertices))
+      reader_.fail(path, at, "a node holds at most " + std::to_string(kMaxNodeVertices) + " vertices",
+                   "describe one server in node: (nodes: N replicates it)");
     const int id = static_cast<int>(node_.vertices.size());
     if (v.kind == VertexKind::gpu) {
       v.local_gpu = static_cast<int>(node_.gpus.size());

@@ -1,8 +1,10 @@
 #include "platforms/nvidia_smi_topo.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <numeric>
-#include <regex>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -34,10 +36,85 @@ std::vector<std::string> tokens(const std::string& line) {
   return out;
 }
 
-// nvidia-smi colours its header when writing to a terminal; pasted text may keep the escapes.
+// nvidia-smi colours its header when writing to a terminal; pasted text may keep the escapes
+// (ESC [ digits-and-semicolons m). A linear scan: the text is unbounded.
 std::string strip_ansi(const std::string& text) {
-  static const std::regex escape("\x1b\\[[0-9;]*m");
-  return std::regex_replace(text, escape, "");
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      std::size_t j = i + 2;
+      while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == ';')) ++j;
+      if (j < text.size() && text[j] == 'm') {
+        i = j;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+// `prefix` followed by one or more digits, nothing else ("GPU12" for "GPU"); -1 when not, or
+// when the number passes 9999 (no server has that many devices).
+int numbered(const std::string& token, const std::string& prefix) {
+  if (token.size() <= prefix.size() || token.size() > prefix.size() + 4 || token.compare(0, prefix.size(), prefix) != 0)
+    return -1;
+  int value = 0;
+  for (std::size_t i = prefix.size(); i < token.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(token[i]))) return -1;
+    value = value * 10 + (token[i] - '0');
+  }
+  return value;
+}
+
+// A column of the matrix: GPU#, NIC# or mlx#_# (a Mellanox device).
+bool is_device_name(const std::string& token) {
+  if (numbered(token, "GPU") >= 0 || numbered(token, "NIC") >= 0) return true;
+  const std::size_t underscore = token.find('_');
+  return underscore != std::string::npos && numbered(token.substr(0, underscore), "mlx") >= 0 &&
+         numbered("x" + token.substr(underscore + 1), "x") >= 0;
+}
+
+// The catalogue model of the GPUs a `nvidia-smi -L` ("GPU 0: Tesla V100-SXM2-32GB (UUID: ...)")
+// or `nvidia-smi -q` ("Product Name : NVIDIA H100 80GB HBM3") line in the text names; "" when
+// the text holds none. Driver names the catalogue does not hold, and GPUs of two kinds, are
+// errors: the model decides every figure of the platform.
+std::string gpu_model_in_text(const std::string& text, const std::string& origin) {
+  static const std::vector<std::pair<std::string, std::string>> models = {
+      {"V100-SXM2", "V100-SXM2"},           {"V100-SXM3", "V100-SXM3"},           {"P100-SXM2", "P100-SXM2"},
+      {"RTX 2080 Ti", "RTX-2080Ti"},        {"A100-SXM4-40GB", "A100-SXM4-40GB"}, {"A100-SXM4-80GB", "A100-SXM4-80GB"},
+      {"A100-PCIE-40GB", "A100-PCIe-40GB"}, {"H100 80GB HBM3", "H100-SXM5-80GB"}, {"H200", "H200-SXM5-141GB"},
+      {"GB200", "GB200"},                   {"B200", "B200"}};
+  const std::string fix = "pass --gpu-model with the catalogue's name (platforms/presets/gpus.yaml)";
+  std::istringstream in(text);
+  std::string found, found_name;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    std::string name;
+    if (line.rfind("GPU ", 0) == 0 && line.find(": ") != std::string::npos && line.find("(UUID:") != std::string::npos) {
+      const std::size_t start = line.find(": ") + 2;
+      name = line.substr(start, line.find("(UUID:") - start);
+    } else if (const std::size_t key = line.find("Product Name"); key != std::string::npos && line.find(':') != std::string::npos) {
+      name = line.substr(line.find(':') + 1);
+    } else {
+      continue;
+    }
+    const std::string where = origin + " (line " + std::to_string(line_no) + ")";
+    std::string model;
+    for (const auto& [driver_name, catalogue_name] : models)
+      if (name.find(driver_name) != std::string::npos) {
+        model = catalogue_name;
+        break;
+      }
+    if (model.empty()) throw ConfigError(where, "the GPU '" + name + "' is not in stepsim's catalogue", fix);
+    if (!found.empty() && model != found)
+      throw ConfigError(where, "GPUs of two models: " + found_name + " and " + name, fix + " for the GPUs of the matrix");
+    found = model;
+    found_name = name;
+  }
+  return found;
 }
 
 // The cells of `nvidia-smi topo -p2p r|w` other than X (self), as its legend explains them. NCCL
@@ -79,7 +156,6 @@ void read_p2p_row(const std::vector<std::string>& t, int row, int line_no, const
 // The first `nvidia-smi topo -p2p` matrix at or after line `first_line`: a header GPU0 GPU1 ...,
 // then one row per GPU, up to the first line that is no row (the blank line before its legend).
 P2pMatrix parse_p2p_matrix(const std::string& text, const std::string& origin, int first_line) {
-  static const std::regex gpu_name("GPU([0-9]+)");
   std::istringstream in(strip_ansi(text));
   P2pMatrix m;
   int line_no = 0, header_line = 0;
@@ -99,9 +175,8 @@ P2pMatrix parse_p2p_matrix(const std::string& text, const std::string& origin, i
       header_line = line_no;
       continue;
     }
-    std::smatch row;
-    if (t.empty() || !std::regex_match(t[0], row, gpu_name)) break;
-    const int r = std::stoi(row[1]);
+    const int r = t.empty() ? -1 : numbered(t[0], "GPU");
+    if (r < 0) break;
     if (r >= m.gpus) throw ConfigError(where, "row " + t[0] + " is not in the header", "paste the whole matrix");
     read_p2p_row(t, r, line_no, origin, m);
   }
@@ -118,8 +193,7 @@ struct TopoMatrix {
 };
 
 TopoMatrix parse_matrix(const std::string& text, const std::string& origin) {
-  static const std::regex device_name("GPU[0-9]+|NIC[0-9]+|mlx[0-9]+_[0-9]+");
-  static const std::regex cell("X|SYS|SOC|NODE|PHB|PXB|PIX|NV[0-9]+");
+  static const std::set<std::string> kCells = {"X", "SYS", "SOC", "NODE", "PHB", "PXB", "PIX"};
   std::istringstream in(strip_ansi(text));
   std::vector<Device> devices;
   std::map<std::string, int> index;
@@ -133,7 +207,7 @@ TopoMatrix parse_matrix(const std::string& text, const std::string& origin) {
     }
     if (devices.empty() && t[0] == "GPU0") {
       for (const std::string& name : t) {
-        if (!std::regex_match(name, device_name)) break;
+        if (!is_device_name(name)) break;
         index[name] = static_cast<int>(devices.size());
         devices.push_back({name, name.rfind("GPU", 0) == 0, "", {}, 0});
       }
@@ -151,9 +225,13 @@ TopoMatrix parse_matrix(const std::string& text, const std::string& origin) {
       if (kP2pStatus.count(v))
         throw ConfigError(where, "P2P status '" + v + "' in row " + t[0] + " before any `nvidia-smi topo -m` matrix",
                           "put the output of `nvidia-smi topo -m` first, or pass the -p2p output with --p2p");
-      if (!std::regex_match(v, cell))
+      if (!kCells.count(v) && numbered(v, "NV") < 0)
         throw ConfigError(where, "unknown connection '" + v + "' in row " + t[0],
                           "cells must be X, NV#, PIX, PXB, PHB, NODE or SYS");
+      if ((v == "X") != (c == static_cast<std::size_t>(index[t[0]])))
+        throw ConfigError(where, "'" + v + "' where row " + t[0] + " meets column " + devices[c].column +
+                                     (v == "X" ? " (X marks a device's own cell)" : " (its own cell, which nvidia-smi prints as X)"),
+                          "paste the matrix as printed by nvidia-smi topo -m");
       d.cells.push_back(v);
     }
     if (d.gpu && t.size() > devices.size() + 1) d.affinity = t[devices.size() + 1];
@@ -165,10 +243,32 @@ TopoMatrix parse_matrix(const std::string& text, const std::string& origin) {
   for (const Device& d : devices)
     if (d.cells.empty())
       throw ConfigError(origin, "the matrix has no row for " + d.column, "paste every row of the matrix");
+  for (std::size_t i = 0; i < devices.size(); ++i)
+    for (std::size_t j = i + 1; j < devices.size(); ++j)
+      if (devices[i].cells[j] != devices[j].cells[i])
+        throw ConfigError(origin + " (line " + std::to_string(devices[j].line) + ")",
+                          devices[j].column + " to " + devices[i].column + " is " + devices[j].cells[i] + ", but " +
+                              devices[i].column + " to " + devices[j].column + " is " + devices[i].cells[j],
+                          "nvidia-smi prints a symmetric matrix: paste it unedited");
   return {devices, line_no};
 }
 
-int nv_lanes(const std::string& cell) { return cell.rfind("NV", 0) == 0 ? std::stoi(cell.substr(2)) : 0; }
+int nv_lanes(const std::string& cell) { return std::max(0, numbered(cell, "NV")); }
+
+// Every NV# cell of a GPU pair names 1 to `nvlinks` links: NV0 is no link, and no pair holds
+// more links than one GPU has (NV18 on an NVSwitch H100 is all of them).
+void check_nvlink_cells(const std::vector<Device>& devices, const GpuModel& gpu, const std::string& origin) {
+  for (const Device& d : devices)
+    for (const std::string& cell : d.cells) {
+      if (cell.rfind("NV", 0) != 0) continue;
+      const int lanes = nv_lanes(cell);
+      if (lanes >= 1 && lanes <= gpu.nvlinks) continue;
+      throw ConfigError(origin + " (line " + std::to_string(d.line) + ")",
+                        "'" + cell + "' in row " + d.column + ": a " + gpu.name + " has " + std::to_string(gpu.nvlinks) +
+                            " NVLinks, so a pair of GPUs shares 1 to " + std::to_string(gpu.nvlinks),
+                        "check --gpu-model, or paste the matrix unedited");
+    }
+}
 
 /// A GPU pair (device indices, a < b) whose P2P status is not OK, and where that was read.
 struct P2pOff {
@@ -256,9 +356,15 @@ void write_p2p(std::ostringstream& y, const std::vector<Device>& devices, const 
 
 std::string import_nvidia_smi_topo(const std::string& text, const std::string& origin, const std::string& gpu_model,
                                    const std::vector<P2pText>& p2p) {
-  YamlReader reader(origin);
-  const GpuModel gpu = catalogue_gpu(gpu_model, reader, YAML::Node(), "gpu.model");
+  const std::string model = gpu_model.empty() ? gpu_model_in_text(text, origin) : gpu_model;
+  if (model.empty())
+    throw ConfigError(origin, "the matrix does not say which GPU the server holds",
+                      "pass --gpu-model (platforms/presets/gpus.yaml names them), or append the output of "
+                      "`nvidia-smi -L` to the file");
+  const GpuModel gpu =
+      catalogue_gpu(model, YamlReader(origin), YAML::Node(), gpu_model.empty() ? "nvidia-smi -L" : "--gpu-model");
   const TopoMatrix topo = parse_matrix(text, origin);
+  check_nvlink_cells(topo.devices, gpu, origin);
   const std::vector<Device>& devices = topo.devices;
   const int n = static_cast<int>(devices.size());
   // P2P status: a matrix after the topology in the same text (`nvidia-smi topo -m; nvidia-smi

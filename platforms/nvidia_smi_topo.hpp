@@ -29,6 +29,10 @@ struct P2pText {
 /// Throws ConfigError naming the text's origin and line for text that is not such a matrix, a
 /// P2P cell outside X, OK, CNS, GNS, TNS, NS, DR and U, a P2P matrix of another GPU count, or a
 /// pair joined by NVLink whose P2P is off (NCCL refuses to run there).
+/// The GPU model is `gpu_model`, else the one `nvidia-smi -L` or `nvidia-smi -q` lines in `text`
+/// name (a ConfigError when neither says: a guessed model would set every figure wrong). A
+/// matrix whose diagonal is not X, that is not symmetric, or whose NV# cells lie outside 1 to
+/// the GPU's NVLink count is a ConfigError naming the line.
 std::string import_nvidia_smi_topo(const std::string& text, const std::string& origin, const std::string& gpu_model,
                                    const std::vector<P2pText>& p2p = {});
 

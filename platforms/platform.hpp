@@ -176,6 +176,13 @@ struct Route {
 /// and the slower link class win.
 void append(Route& route, const Route& tail);
 
+/// Limits on what a platform file may describe, stated in the errors that enforce them. They lie
+/// far beyond today's machines (a DGX node has ~40 vertices; the largest preset job, 512 GPUs,
+/// is 64 nodes) and keep every build of routes (quadratic in a node's vertices) within seconds.
+constexpr int kMaxNodeVertices = 1024;  ///< vertices of one node template
+constexpr int kMaxNodes = 4096;         ///< servers of one platform
+constexpr int kMaxLinkLanes = 64;       ///< bonded links of one link entry (an H100 has 18 NVLinks)
+
 /// @brief A whole platform: `nodes` copies of one node template plus a fabric.
 class Platform {
  public:

@@ -1,6 +1,8 @@
 #include "platforms/yaml_reader.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <climits>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -111,20 +113,20 @@ std::string YamlReader::get_string(const YAML::Node& node, const std::string& pa
   return node.Scalar();
 }
 
-int YamlReader::get_int(const YAML::Node& node, const std::string& path, int min_value) const {
-  std::string text = get_string(node, path);
-  int value = 0;
-  try {
-    std::size_t used = 0;
-    value = std::stoi(text, &used);
-    if (used != text.size()) throw std::invalid_argument(text);
-  } catch (const std::exception&) {
+int YamlReader::get_int(const YAML::Node& node, const std::string& path, int min_value, int max_value) const {
+  const std::string text = get_string(node, path);
+  long long value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::invalid_argument || end != text.data() + text.size())
     fail(path, node, "'" + text + "' is not an integer", "write a whole number such as 8");
-  }
+  if (ec == std::errc::result_out_of_range || value > max_value)
+    fail(path, node, "must be at most " + std::to_string(max_value) + ", got " + text,
+         "write a whole number from " + std::to_string(min_value) + " to " + std::to_string(max_value) +
+             " (stepsim's limit)");
   if (value < min_value)
     fail(path, node, "must be >= " + std::to_string(min_value) + ", got " + text,
          "write a whole number >= " + std::to_string(min_value));
-  return value;
+  return static_cast<int>(value);
 }
 
 double YamlReader::get_number(const YAML::Node& node, const std::string& path) const {
@@ -186,13 +188,64 @@ std::string YamlReader::get_choice(const YAML::Node& node, const std::string& pa
   return text;
 }
 
+namespace {
+
+// Past this many nodes a document is refused: aliases can make a small file expand
+// exponentially ("billion laughs"), and no stepsim file comes near it (the largest measurement
+// files hold ~10^5 nodes).
+constexpr std::size_t kMaxYamlNodes = 4'000'000;
+
+std::string line_of(const YAML::Node& node) {
+  return node.Mark().is_null() ? std::string() : " (line " + std::to_string(node.Mark().line + 1) + ")";
+}
+
+// Every mapping key must be a plain value, and appear once: yaml-cpp would let the first of two
+// equal keys win silently, and fail on a list or map used as a key only when it is read.
+// Iterative (an explicit stack): nesting depth is bounded by yaml-cpp's parser, but the walk
+// must not depend on it.
+void check_document(const YAML::Node& root, const std::string& origin) {
+  std::vector<YAML::Node> pending = {root};
+  std::size_t visited = 0;
+  while (!pending.empty()) {
+    const YAML::Node node = pending.back();
+    pending.pop_back();
+    if (++visited > kMaxYamlNodes)
+      throw ConfigError(origin, "the document expands to more than " + std::to_string(kMaxYamlNodes) +
+                                    " values (aliases repeated into each other?)",
+                        "write the values out, without nested aliases");
+    if (node.IsSequence()) {
+      for (const YAML::Node& item : node) pending.push_back(item);
+      continue;
+    }
+    if (!node.IsMap()) continue;
+    std::map<std::string, int> first_line;
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar())
+        throw ConfigError(origin + line_of(entry.first), "a key is a list or a section, not a name",
+                          "write `name: value` pairs; a link's ends go in `between: [a, b]`");
+      const std::string& key = entry.first.Scalar();
+      const int line = entry.first.Mark().is_null() ? 0 : entry.first.Mark().line + 1;
+      if (auto [it, fresh] = first_line.emplace(key, line); !fresh)
+        throw ConfigError(origin + line_of(entry.first),
+                          "duplicate key '" + key + "' (first at line " + std::to_string(it->second) + ")",
+                          "keep one '" + key + "'; YAML gives each key once per section");
+      pending.push_back(entry.second);
+    }
+  }
+}
+
+}  // namespace
+
 YAML::Node load_yaml(const std::string& yaml_text, const std::string& origin) {
+  YAML::Node root;
   try {
-    return YAML::Load(yaml_text);
+    root = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(origin + " (line " + std::to_string(e.mark.line + 1) + ")", "malformed YAML: " + e.msg,
                       "fix the YAML syntax at that line");
   }
+  check_document(root, origin);
+  return root;
 }
 
 std::string read_text_file(const std::string& path) {

@@ -3,6 +3,7 @@
 /// in its ConfigError, and maps reject keys they do not know.
 #include <yaml-cpp/yaml.h>
 
+#include <climits>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,7 +35,8 @@ class YamlReader {
   YAML::Node require(const YAML::Node& map, const std::string& path, const std::string& key) const;
 
   std::string get_string(const YAML::Node& node, const std::string& path) const;
-  int get_int(const YAML::Node& node, const std::string& path, int min_value) const;
+  /// @brief A whole number in [min_value, max_value]; past max_value the error states the limit.
+  int get_int(const YAML::Node& node, const std::string& path, int min_value, int max_value = INT_MAX) const;
   double get_number(const YAML::Node& node, const std::string& path) const;  ///< >= 0
   bool get_bool(const YAML::Node& node, const std::string& path) const;
   BytesPerSecond get_bandwidth(const YAML::Node& node, const std::string& path) const;  ///< > 0

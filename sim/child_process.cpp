@@ -1,12 +1,17 @@
 #include "sim/child_process.hpp"
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+
+#include "platforms/config_error.hpp"
 
 namespace stepsim::sim {
 namespace {
@@ -40,6 +45,7 @@ std::string run_in_child(const std::function<std::string()>& work) {
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
   // Buffered output would otherwise be printed by both processes.
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -47,12 +53,19 @@ std::string run_in_child(const std::function<std::string()>& work) {
     throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    // A simulation killed with its parent (kill -9 of a sweep or of stepsim) stops too, instead
+    // of running on at 100 % CPU under init.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
     ::close(fds[0]);
-    // First byte: 'R' result follows, 'E' error message follows.
+    // First byte: 'R' result follows, 'C' a user-input error (where, NUL, the rest), 'E' an
+    // error message.
     std::string message;
     try {
       message = work();
       message.insert(message.begin(), 'R');
+    } catch (const ConfigError& e) {
+      message.assign(1, 'C').append(e.where()).append(1, '\0').append(std::string(e.what()).substr(e.where().size() + 2));
     } catch (const std::exception& e) {
       message.assign(1, 'E').append(e.what());
     } catch (...) {
@@ -72,6 +85,10 @@ std::string run_in_child(const std::function<std::string()>& work) {
   const bool clean_exit = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   if (clean_exit && !data.empty() && data[0] == 'R') return data.substr(1);
   if (clean_exit && !data.empty() && data[0] == 'E') throw std::runtime_error(data.substr(1));
+  if (clean_exit && !data.empty() && data[0] == 'C') {
+    const std::size_t end = data.find('\0');
+    throw ConfigError(data.substr(1, end - 1), data.substr(end + 1), "");
+  }
   if (WIFSIGNALED(status))
     throw std::runtime_error("simulation child process died with signal " + std::to_string(WTERMSIG(status)));
   throw std::runtime_error("simulation child process exited with status " +

@@ -8,9 +8,10 @@
 
 namespace stepsim::sim {
 
-/// @brief Forks, runs `work` in the child and returns the bytes it returned. An exception in
-/// the child, or the child dying (SimGrid aborts on internal errors), is rethrown in the
-/// parent as std::runtime_error with the child's message or its exit status.
+/// @brief Forks, runs `work` in the child and returns the bytes it returned. A ConfigError in
+/// the child is rethrown as one in the parent; another exception, or the child dying (SimGrid
+/// aborts on internal errors), as std::runtime_error with the child's message or its exit
+/// status. The child dies with the parent (PR_SET_PDEATHSIG).
 std::string run_in_child(const std::function<std::string()>& work);
 
 }  // namespace stepsim::sim

@@ -5,7 +5,7 @@
 STEPSIM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STEPSIM_BUILD="${STEPSIM_BUILD:-$STEPSIM_ROOT/build}"
 STEPSIM_PACKAGES=(g++ meson ninja-build pkg-config python3 libsimgrid-dev libeigen3-dev
-  libyaml-cpp-dev libfmt-dev libgtest-dev libcli11-dev nlohmann-json3-dev zlib1g-dev)
+  libyaml-cpp-dev libfmt-dev libgtest-dev libcli11-dev nlohmann-json3-dev zlib1g-dev python3-yaml)
 
 stepsim_missing_packages() {
   local pkg missing=()

@@ -181,7 +181,7 @@ std::string calibration_section(const CalibrationOutcome& out, const std::vector
   }
   y += "  report:\n";
   y += "    method: Levenberg-Marquardt (Eigen), forward-difference Jacobian, log multipliers\n";
-  y += fmt::format("    holdout: {}\n    iterations: {}\n", options.holdout, out.iterations);
+  y += fmt::format("    holdout_mode: {}\n    iterations: {}\n", options.holdout, out.iterations);
   auto set = [&](const char* name, const CaseSetError& e) {
     return fmt::format("    {}: {{cases: {}, headline_cases: {}, geomean_error_before: {:.6g}, geomean_error_after: {:.6g}}}\n",
                        name, e.cases, e.headline_cases, e.before, e.after);

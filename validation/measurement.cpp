@@ -25,11 +25,18 @@ enum class Type {
   Flag,    ///< true / false, kept as text
 };
 
+// Whole numbers past these are refused with the limit stated: counts (ranks, GPU indices,
+// GEMM dimensions) become ints, and sizes past 1 PiB are no measurement.
+constexpr double kMaxCount = 1 << 30;
+constexpr double kMaxBytes = 1125899906842624.0;  // 1 PiB
+constexpr double kMaxRows = 1e12;                 // embedding rows (production tables hold ~1e9)
+
 struct KeySpec {
   std::string name;
   Type type;
   double min = 0;
   std::vector<std::string> choices = {};
+  double max = kMaxCount;   ///< Whole only
 };
 
 struct KindSpec {
@@ -47,7 +54,7 @@ const std::vector<KindSpec>& kinds() {
   static const std::vector<KindSpec> table = {
       {"collective",
        {{"op", Type::Choice, 0, {"allgather", "reduce_scatter", "allreduce", "broadcast", "reduce", "alltoall", "sendrecv"}},
-        {"size_bytes", Type::Whole, 0},
+        {"size_bytes", Type::Whole, 0, {}, kMaxBytes},
         {"ranks", Type::Whole, 1},
         kTime},
        {{"dtype", Type::Text},
@@ -59,7 +66,7 @@ const std::vector<KindSpec>& kinds() {
         {"algbw_GBps", Type::Real},
         {"nodes", Type::Whole, 1}}},
       {"copy",
-       {{"direction", Type::Choice, 0, {"d2d", "h2d", "d2h", "p2p"}}, {"size_bytes", Type::Whole, 0}, kTime},
+       {{"direction", Type::Choice, 0, {"d2d", "h2d", "d2h", "p2p"}}, {"size_bytes", Type::Whole, 0, {}, kMaxBytes}, kTime},
        {{"src", Type::Whole, 0},
         {"dst", Type::Whole, 0},
         {"host_memory", Type::Choice, 0, {"pinned", "pageable"}},
@@ -72,7 +79,7 @@ const std::vector<KindSpec>& kinds() {
         kTime},
        {{"batch", Type::Whole, 1}, {"layout", Type::Choice, 0, {"NN", "NT", "TN", "TT"}}}},
       {"embedding",
-       {{"rows", Type::Whole, 1},
+       {{"rows", Type::Whole, 1, {}, kMaxRows},
         {"dim", Type::Whole, 1},
         {"pooling", Type::Whole, 1},
         {"batch", Type::Whole, 1},
@@ -81,15 +88,15 @@ const std::vector<KindSpec>& kinds() {
         {"distribution", Type::Choice, 0, {"uniform", "zipf"}},
         kTime},
        {{"alpha", Type::Real},
-        {"seed", Type::Whole, 0},
+        {"seed", Type::Whole, 0, {}, 9007199254740992.0},
         {"pass", Type::Choice, 0, {"forward", "backward"}},
         {"kernel", Type::Choice, 0, {"fused", "torch"}}}},
       {"compression",
        {{"codec", Type::Text},
         {"direction", Type::Choice, 0, {"compress", "decompress"}},
-        {"size_bytes", Type::Whole, 0},
+        {"size_bytes", Type::Whole, 0, {}, kMaxBytes},
         kTime},
-       {{"compressed_bytes", Type::Whole, 0},
+       {{"compressed_bytes", Type::Whole, 0, {}, kMaxBytes},
         {"rate", Type::Real},
         {"bits", Type::Whole, 1},
         {"block", Type::Whole, 1},
@@ -150,13 +157,16 @@ std::string format_number(double value) {
   return text;
 }
 
-double read_whole(const YamlReader& reader, const YAML::Node& node, const std::string& path, double min) {
+double read_whole(const YamlReader& reader, const YAML::Node& node, const std::string& path, double min, double max) {
   double value = reader.get_number(node, path);
   if (value != std::floor(value))
     reader.fail(path, node, "'" + node.Scalar() + "' is not a whole number", "write a whole number such as 8");
   if (value < min)
     reader.fail(path, node, "must be >= " + format_number(min) + ", got " + node.Scalar(),
                 "write a whole number >= " + format_number(min));
+  if (value > max)
+    reader.fail(path, node, "must be at most " + format_number(max) + ", got " + node.Scalar(),
+                "stepsim's limit for this key; check the value");
   return value;
 }
 
@@ -218,7 +228,7 @@ void read_key(const YamlReader& reader, const YAML::Node& node, const std::strin
               Measurement& out) {
   switch (key.type) {
     case Type::Real: out.numbers[key.name] = reader.get_number(node, path); break;
-    case Type::Whole: out.numbers[key.name] = read_whole(reader, node, path, key.min); break;
+    case Type::Whole: out.numbers[key.name] = read_whole(reader, node, path, key.min, key.max); break;
     case Type::Text: out.texts[key.name] = reader.get_string(node, path); break;
     case Type::Choice: out.texts[key.name] = reader.get_choice(node, path, key.choices); break;
     case Type::Flag: out.texts[key.name] = reader.get_bool(node, path) ? "true" : "false"; break;

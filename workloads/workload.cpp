@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -61,6 +63,28 @@ Trace finish(Trace trace, const std::string& origin) {
   if (trace.origin.empty()) trace.origin = origin;
   validate(trace);
   return trace;
+}
+
+// Deeper than this, a JSON document is refused: a trace needs 5 levels (document, programs, a
+// program, ops, an op), and the conversion below recurses once per level.
+constexpr int kMaxJsonDepth = 64;
+
+// A parser callback that refuses documents nested past kMaxJsonDepth and objects that give a
+// key twice (nlohmann keeps the last silently). One set of keys per open object.
+nlohmann::json::parser_callback_t checked_json(const std::string& origin) {
+  auto open_objects = std::make_shared<std::vector<std::set<std::string>>>();
+  return [origin, open_objects](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if ((event == Event::object_start || event == Event::array_start) && depth >= kMaxJsonDepth)
+      throw ConfigError(origin, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels",
+                        "a trace needs 5 (docs/trace.md): flatten the document");
+    if (event == Event::object_start) open_objects->emplace_back();
+    if (event == Event::object_end) open_objects->pop_back();
+    if (event == Event::key && !open_objects->back().insert(parsed.get<std::string>()).second)
+      throw ConfigError(origin, "duplicate key '" + parsed.get<std::string>() + "' in one JSON object",
+                        "give each key once per object");
+    return true;
+  };
 }
 
 // JSON scalars become the YAML scalars a YAML file would hold (numbers as written by dump()).
@@ -127,7 +151,11 @@ Trace parse_json_trace(const std::string& text, const std::string& origin, const
                        const std::vector<std::string>& overrides) {
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(text);
+    json = nlohmann::json::parse(text, checked_json(origin));
+  } catch (const nlohmann::json::out_of_range& e) {
+    std::string what = e.what();
+    throw ConfigError(origin, "a JSON number is out of range: " + what.substr(what.find(' ') + 1),
+                      "write numbers a double can hold (|x| < 1e308), with a unit where the key takes one");
   } catch (const nlohmann::json::parse_error& e) {
     const std::size_t end = std::min<std::size_t>(e.byte, text.size());
     const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(end), '\n');
@@ -220,7 +248,7 @@ WorkloadDocument load_workload_document(const std::string& name_or_path, const s
 std::vector<WorkloadPresetInfo> list_workload_presets() {
   std::vector<WorkloadPresetInfo> infos;
   for (const auto& [stem, text] : embedded_workload_presets()) {
-    const YAML::Node root = YAML::Load(text);
+    const YAML::Node root = YAML::Load(text);  // a shipped preset: checked by the preset tests
     infos.push_back({stem, root["description"] ? root["description"].as<std::string>() : ""});
   }
   return infos;

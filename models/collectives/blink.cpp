@@ -816,6 +816,7 @@ class Blink : public Algorithm {
 }  // namespace
 
 STEPSIM_REGISTER_ALGORITHM(
-    Blink, "blink", "Blink (MLSys'20): packed spanning trees over NVLink + PCIe, three-phase allreduce across servers")
+    Blink, "blink", "Blink (MLSys'20): packed spanning trees over NVLink + PCIe, three-phase allreduce across servers",
+    {{"pcie", "on", "on|off: also pack trees over PCIe (off: NVLink trees only)"}})
 
 }  // namespace stepsim::models

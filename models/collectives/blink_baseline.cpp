@@ -85,6 +85,6 @@ class BlinkRingBaseline : public Algorithm {
 
 STEPSIM_REGISTER_ALGORITHM(
     BlinkRingBaseline, "blink-ring-baseline",
-    "Blink's baseline, NCCL 2.4: NVLink rings if the GPUs hold an NVLink cycle, else one PCIe ring")
+    "Blink's baseline, NCCL 2.4: NVLink rings if the GPUs hold an NVLink cycle, else one PCIe ring", {})
 
 }  // namespace stepsim::models

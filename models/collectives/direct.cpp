@@ -58,6 +58,6 @@ class Direct : public Algorithm {
 
 }  // namespace
 
-STEPSIM_REGISTER_ALGORITHM(Direct, "direct", "one hop from owner to destination: all-pairs, star or neighbour")
+STEPSIM_REGISTER_ALGORITHM(Direct, "direct", "one hop from owner to destination: all-pairs, star or neighbour", {})
 
 }  // namespace stepsim::models

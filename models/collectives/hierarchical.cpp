@@ -143,6 +143,6 @@ class Hierarchical : public Algorithm {
 }  // namespace
 
 STEPSIM_REGISTER_ALGORITHM(Hierarchical, "hierarchical",
-                           "two-level: intra-node ring, inter-node rings per local GPU (rails), intra-node ring")
+                           "two-level: intra-node ring, inter-node rings per local GPU (rails), intra-node ring", {})
 
 }  // namespace stepsim::models

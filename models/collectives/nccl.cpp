@@ -331,7 +331,13 @@ class Nccl : public Algorithm {
 
 }  // namespace
 
-STEPSIM_REGISTER_ALGORITHM(Nccl, "nccl",
-                           "NCCL's choice (ring/tree/NVLS/CollNet x LL/LL128/Simple, channels) from its tuning model")
+STEPSIM_REGISTER_ALGORITHM(
+    Nccl, "nccl", "NCCL's choice (ring/tree/NVLS/CollNet x LL/LL128/Simple, channels) from its tuning model",
+    {{"algo", "NCCL's choice", "ring|tree|nvls|nvls_tree|collnet|collnet_chain: force the algorithm (NCCL_ALGO)"},
+     {"proto", "NCCL's choice", "LL|LL128|Simple: force the protocol (NCCL_PROTO)"},
+     {"nvls", "on", "on|off: NVLink SHARP allowed (NCCL_NVLS_ENABLE)"},
+     {"version", "the newest modelled", "2.4 ... 2.28: that release's tuning constants"},
+     {"gpus_per_thread", "0", "N: one CPU thread launches N ranks' kernels (nccl-tests -g N)"},
+     {"caller", "nccl", "nccl|torch: a torch.distributed call adds PyTorch's host time"}})
 
 }  // namespace stepsim::models

@@ -137,6 +137,6 @@ class RecursiveHalvingDoubling : public Algorithm {
 }  // namespace
 
 STEPSIM_REGISTER_ALGORITHM(RecursiveHalvingDoubling, "rhd",
-                           "recursive halving/doubling (Rabenseifner), binomial broadcast/reduce; any n by folding")
+                           "recursive halving/doubling (Rabenseifner), binomial broadcast/reduce; any n by folding", {})
 
 }  // namespace stepsim::models

@@ -90,6 +90,6 @@ class Ring : public Algorithm {
 }  // namespace
 
 STEPSIM_REGISTER_ALGORITHM(Ring, "ring",
-                           "NCCL-style ring: n-1 steps per phase, one ring per channel, pipelined chain for broadcast/reduce")
+                           "NCCL-style ring: n-1 steps per phase, one ring per channel, pipelined chain for broadcast/reduce", {})
 
 }  // namespace stepsim::models

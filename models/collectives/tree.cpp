@@ -137,6 +137,6 @@ class DoubleBinaryTree : public Algorithm {
 }  // namespace
 
 STEPSIM_REGISTER_ALGORITHM(DoubleBinaryTree, "tree",
-                           "NCCL double binary tree allreduce, pipelined binary-tree broadcast/reduce")
+                           "NCCL double binary tree allreduce, pipelined binary-tree broadcast/reduce", {})
 
 }  // namespace stepsim::models

@@ -66,6 +66,7 @@ std::string compression_unsupported(const CompressionOptions& compression, const
 
 Schedule lower_collective(const std::string& name, const Algorithm& algorithm, const CollectiveSpec& spec,
                           const CollectiveContext& ctx) {
+  AlgorithmRegistry::instance().get(name).check_params(ctx.options);
   Schedule s = lower_uncosted(name, algorithm, spec, ctx);
   apply_primitives_runtime(s, ctx);
   return s;

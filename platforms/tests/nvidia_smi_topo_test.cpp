@@ -21,6 +21,25 @@ std::string fixture(const std::string& name) {
 
 const Route& gpu_route(const Platform& p, int a, int b) { return p.route(p.gpu_vertex(a), p.gpu_vertex(b)); }
 
+// Without --gpu-model the model comes from `nvidia-smi -L` lines after the matrix, or nowhere:
+// the importer never writes one it was not given.
+TEST(NvidiaSmiTopo, GpuModelIsReadFromNvidiaSmiListOrRequired) {
+  const std::string matrix = fixture("dgx1v_topo.txt");
+  const std::string listed = matrix + "\nGPU 0: Tesla V100-SXM2-32GB (UUID: GPU-1)\nGPU 1: Tesla V100-SXM2-32GB (UUID: GPU-2)\n";
+  EXPECT_NE(import_nvidia_smi_topo(listed, "t.txt", "").find("gpu: {model: V100-SXM2}"), std::string::npos);
+  EXPECT_NE(import_nvidia_smi_topo(listed, "t.txt", "V100-SXM3").find("gpu: {model: V100-SXM3}"), std::string::npos);
+  try {
+    import_nvidia_smi_topo(matrix, "t.txt", "");
+    FAIL() << "a matrix alone does not name its GPU";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--gpu-model"), std::string::npos) << e.what();
+  }
+  const std::string mixed = listed + "GPU 2: NVIDIA H100 80GB HBM3 (UUID: GPU-3)\n";
+  EXPECT_THROW(import_nvidia_smi_topo(mixed, "t.txt", ""), ConfigError);
+  const std::string unknown = matrix + "\nGPU 0: NVIDIA GeForce GTX 480 (UUID: GPU-1)\n";
+  EXPECT_THROW(import_nvidia_smi_topo(unknown, "t.txt", ""), ConfigError);
+}
+
 TEST(NvidiaSmiTopo, Dgx1VoltaMatchesThePreset) {
   std::string yaml = import_nvidia_smi_topo(fixture("dgx1v_topo.txt"), "dgx1v_topo.txt", "V100-SXM2");
   Platform imported = parse_platform(yaml, "imported.yaml");

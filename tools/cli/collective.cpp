@@ -55,6 +55,9 @@ models::AlgorithmOptions algorithm_options(const CollectiveArgs& args) {
   options.channels = args.channels;
   if (!args.chunk.empty()) {
     options.chunk_bytes = size_flag("--chunk", args.chunk, "512KiB");
+    if (!(options.chunk_bytes > 0))
+      throw ConfigError("--chunk", "must be > 0, got " + args.chunk,
+                        "give a chunk size such as 512KiB, or omit --chunk for the algorithm's default");
   }
   sim::add_algo_params(args.algo_params, options);
   compression_options(args, options);
@@ -157,7 +160,7 @@ Action add_collective_command(CLI::App& command) {
       ->check(CLI::IsMember({"analytical", "event"}));
   command.add_option("--root", args->root, "Root rank of broadcast/reduce");
   command.add_option("--channels", args->channels, "Parallel rings/trees (0 = the algorithm decides)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, 64));
   command.add_option("--chunk", args->chunk, "Pipeline chunk size for tree algorithms");
   command.add_option("--algo-param", args->algo_params, "Algorithm-specific key=value, e.g. proto=LL128");
   command.add_flag("--check", args->check, "Prove the schedule's data movement before running it");

@@ -43,6 +43,10 @@ void add_param_option(CLI::App& command, std::vector<std::string>& overrides, co
 /// in its fix, when it is not one.
 Bytes size_flag(const std::string& flag, const std::string& text, const std::string& example = "1MiB");
 
+/// @brief A CLI11 check that the value is a whole number in [min, max]: the stated limit, where
+/// CLI11's PositiveNumber prints the range up to DBL_MAX in 309 digits.
+CLI::Validator whole_number(long long min, long long max);
+
 /// @brief `--format text|json`, validated by CLI11.
 void add_format_option(CLI::App& command, std::string& format);
 

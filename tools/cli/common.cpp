@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <charconv>
 
 #include "platforms/config_error.hpp"
 #include "tools/cli/commands.hpp"
@@ -11,7 +12,7 @@ void add_platform_options(CLI::App& command, PlatformArgs& args) {
   command.add_option("--gpus", args.gpus,
                      "GPUs of the job in rank order: 0,1,4 or 0-3 (node 0) or n0:0-2,n1:0-4; default all");
   command.add_option("--nodes", args.options.nodes, "Number of servers (replicates the preset's node)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, platforms::kMaxNodes));
   command.add_option("--fabric", args.options.fabric, "Inter-node fabric: fat-tree or rail-optimized")
       ->check(CLI::IsMember({"fat-tree", "rail-optimized"}));
   add_param_option(command, args.options.overrides, "gpu.model=H200-SXM5-141GB");
@@ -30,6 +31,19 @@ Bytes size_flag(const std::string& flag, const std::string& text, const std::str
   } catch (const std::invalid_argument& e) {
     throw ConfigError(flag, e.what(), "write a size such as " + example);
   }
+}
+
+CLI::Validator whole_number(long long min, long long max) {
+  const std::string range = std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](const std::string& text) -> std::string {
+        long long value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
+          return "'" + text + "' is not a whole number from " + range;
+        return "";
+      },
+      "INT in " + range);
 }
 
 void add_format_option(CLI::App& command, std::string& format) {

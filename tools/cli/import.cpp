@@ -24,13 +24,14 @@ struct TopoArgs {
   std::string input;
   std::vector<std::string> p2p;
   std::string output;
-  std::string gpu_model = "H100-SXM5-80GB";
+  std::string gpu_model;   ///< "" = read from `nvidia-smi -L` lines in the file
 };
 
 struct NcclTestsArgs {
   std::vector<std::string> logs;
   std::string output;
   std::string platform;
+  std::string op;  ///< collective of tables the log does not name
 };
 
 struct KinetoArgs {
@@ -71,7 +72,7 @@ void write_checked(const validation::MeasurementFile& file, const std::string& p
 int run_nccl_tests(const NcclTestsArgs& args) {
   std::vector<std::pair<std::string, validation::NcclTestsImport>> imports;
   for (const std::string& log : args.logs) {
-    imports.emplace_back(log, validation::import_nccl_tests(platforms::read_text_file(log), log, args.platform));
+    imports.emplace_back(log, validation::import_nccl_tests(platforms::read_text_file(log), log, args.platform, args.op));
     for (const std::string& note : imports.back().second.notes) std::cerr << "note: " << note << "\n";
   }
   const bool to_folder = std::filesystem::is_directory(args.output) || args.output.back() == '/';
@@ -137,7 +138,9 @@ Action add_import_command(CLI::App& command) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   topo_cmd->add_option("-o,--output", topo->output, "Output platform YAML (default stdout)");
-  topo_cmd->add_option("--gpu-model", topo->gpu_model, "GPU model of the server (see platforms/presets/gpus.yaml)");
+  topo_cmd->add_option("--gpu-model", topo->gpu_model,
+                       "GPU model of the server (platforms/presets/gpus.yaml); default: the one `nvidia-smi -L` "
+                       "lines appended to the file name");
 
   auto nccl = std::make_shared<NcclTestsArgs>();
   CLI::App* nccl_cmd = command.add_subcommand(
@@ -147,6 +150,10 @@ Action add_import_command(CLI::App& command) {
                        "Measurement file, or a folder (existing, or ending in /) for one file per log and system")
       ->required();
   nccl_cmd->add_option("--platform", nccl->platform, "stepsim preset the logs ran on (fills system.platform)");
+  nccl_cmd->add_option("--op", nccl->op,
+                       "Collective of tables the log does not name (no *_perf line, e.g. a slurm-*.out); default: "
+                       "the file name's, else inferred from busbw/algbw where only allreduce fits")
+      ->check(CLI::IsMember({"allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"}));
 
   auto kineto = std::make_shared<KinetoArgs>();
   CLI::App* kineto_cmd = command.add_subcommand(
@@ -158,7 +165,7 @@ Action add_import_command(CLI::App& command) {
   kineto_cmd->add_option("--as", kineto->as, "measurements (kernels, collectives, copies, iterations) or workload")
       ->check(CLI::IsMember({"measurements", "workload"}));
   kineto_cmd->add_option("--step", kineto->step, "ProfilerStep#N to turn into a workload (default: the last)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, 1 << 30));
   kineto_cmd->add_option("--platform", kineto->platform, "stepsim preset the trace ran on (fills system.platform)");
   kineto_cmd->add_option("--workload", kineto->workload, "Workload the iteration measurements refer to (default: the trace)");
 

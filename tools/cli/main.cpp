@@ -1,4 +1,5 @@
 // stepsim: predicts collective and training-iteration times on multi-GPU platforms.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -39,16 +40,38 @@ constexpr Subcommand kSubcommands[] = {
      stepsim::cli::add_plan_command},
 };
 
+// CLI11's own errors (a missing option, a value outside a list) in stepsim's form: what is
+// wrong, then where to read what is accepted.
+std::string failure_message(const CLI::App* app, const CLI::Error& error) {
+  std::string command = "stepsim";
+  for (const CLI::App* at = app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    command += " " + at->get_name();
+  }
+  return "error: " + std::string(error.what()) + " (fix: `" + command +
+         " --help` lists the options and what they accept)\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"stepsim: performance model and simulator of distributed deep-learning training"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stepsim 0.1.0");
+  app.failure_message(failure_message);
   std::vector<std::pair<CLI::App*, stepsim::cli::Action>> actions;
   for (const Subcommand& sub : kSubcommands) {
     CLI::App* command = app.add_subcommand(sub.name, sub.description);
     actions.emplace_back(command, sub.add(*command));
+  }
+  // CLI11 reports an unknown first word as "A subcommand is required"; name the word instead.
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(std::begin(kSubcommands), std::end(kSubcommands),
+                   [&](const Subcommand& sub) { return std::string(sub.name) == argv[1]; })) {
+    std::string names;
+    for (const Subcommand& sub : kSubcommands) names += (names.empty() ? "" : ", ") + std::string(sub.name);
+    std::cerr << "error: unknown subcommand '" << argv[1] << "' (fix: use one of: " << names << ")\n";
+    return 2;
   }
   try {
     app.parse(argc, argv);

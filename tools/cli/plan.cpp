@@ -107,15 +107,15 @@ Action add_plan_command(CLI::App& command) {
   command.add_option("model", args->model, "Workload preset or file of kind fsdp whose model: is laid out")->required();
   command.add_option("--gpus", args->gpus, "GPUs of the job (whole nodes beyond one)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, 1 << 17));
   command.add_option("--global-batch", args->global_batch, "Sequences per optimizer step")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, 1 << 24));
   command.add_option("--seq", args->sequence, "Tokens per sequence (default: the model's training.sequence)")
-      ->check(CLI::PositiveNumber);
-  command.add_option("--top", args->top, "Layouts to print")->check(CLI::PositiveNumber);
+      ->check(whole_number(1, 1 << 24));
+  command.add_option("--top", args->top, "Layouts to print")->check(whole_number(1, 1000000));
   command.add_option("--retime", args->retime, "Fastest estimates re-timed by the full replay")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, 1000));
   command.add_option("--engine", args->engine, "Engine of the re-timing replay: analytical or event")
       ->check(CLI::IsMember({"analytical", "event"}));
   command.add_option("--fabric", args->fabric, "Inter-node fabric: fat-tree or rail-optimized")

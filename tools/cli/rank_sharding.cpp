@@ -98,7 +98,7 @@ Action add_rank_sharding_command(CLI::App& command) {
                      "data_parallel, torchrec)");
   command.add_option("--exhaustive-max-tables", args->exhaustive_max_tables,
                      "Also search every placement when tables <= N (default 8) and ranks^tables <= 50,000")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, 64));
   add_format_option(command, args->format);
   command.footer("-p workload.KEY=VALUE overrides a workload key; other -p keys override the platform.");
   return [args] { return run(*args); };

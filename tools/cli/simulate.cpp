@@ -222,7 +222,7 @@ Action add_simulate_command(CLI::App& command) {
   command.add_option("--engine", args->engine, "analytical (closed form) or event (SimGrid, link contention)")
       ->check(CLI::IsMember({"analytical", "event"}));
   command.add_option("--timeline", args->timeline, "Write a Chrome-trace / Perfetto JSON timeline to FILE");
-  command.add_option("--top", args->top, "Rows of critical path and links to print")->check(CLI::PositiveNumber);
+  command.add_option("--top", args->top, "Rows of critical path and links to print")->check(whole_number(1, 1000000));
   add_format_option(command, args->format);
   command.add_flag("--allow-oom", args->allow_oom,
                    "Time a workload whose peak memory exceeds gpu.memory instead of refusing it");

@@ -23,6 +23,7 @@ struct SweepArgs {
   std::string shard;
   std::string plot;
   int top = 10;
+  int point_time_limit = 600;
 };
 
 /// "K/N" into options.shard / options.shards.
@@ -45,6 +46,7 @@ int run(const SweepArgs& args) {
   options.jobs = args.jobs > 0 ? args.jobs : std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
   options.out = args.out;
   options.resume = args.resume;
+  options.point_time_limit = args.point_time_limit;
   if (args.resume && args.out.empty())
     throw ConfigError("--resume", "there is no --out file to resume", "add --out FILE.csv");
   if (!args.shard.empty()) parse_shard(args.shard, options);
@@ -74,12 +76,16 @@ Action add_sweep_command(CLI::App& command) {
   auto args = std::make_shared<SweepArgs>();
   command.add_option("sweep", args->file, "Sweep file (YAML, docs/sweep.md)")->required();
   command.add_option("--jobs,-j", args->jobs, "Parallel worker processes (default: one per core)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, 1024));
+  command.add_option("--point-time-limit", args->point_time_limit,
+                     "Seconds one point may run before its worker is stopped and its row says so (default 600)")
+      ->check(whole_number(1, 1000000));
   command.add_option("--out,-o", args->out, "Stream one row per point to FILE.csv or FILE.jsonl as points finish");
   command.add_flag("--resume", args->resume, "Keep the rows already in --out and run only the missing points");
   command.add_option("--shard", args->shard, "Run slice K of N (points with index % N == K), e.g. 0/4");
   command.add_option("--plot", args->plot, "Write the metric against the first axes as FILE.svg");
-  command.add_option("--top", args->top, "Rows of the ranked summary without group_by")->check(CLI::PositiveNumber);
+  command.add_option("--top", args->top, "Rows of the ranked summary without group_by")
+      ->check(whole_number(1, 1000000));
   return [args] { return run(*args); };
 }
 

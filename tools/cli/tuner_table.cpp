@@ -37,7 +37,7 @@ int run(const TunerArgs& args) {
   platforms::Platform platform = platforms::load_platform(args.platform.platform, args.platform.options);
   platforms::Allocation allocation = platforms::parse_allocation(args.platform.gpus, platform);
   sweep::TunerRequest request;
-  for (const std::string& op : split(args.ops)) request.ops.push_back(models::parse_op(op));
+  for (const std::string& op : split(args.ops)) request.ops.push_back(models::parse_op(op, "--ops"));
   request.min_bytes = size_flag("--min", args.min, "1KiB or 8GiB");
   request.max_bytes = size_flag("--max", args.max, "1KiB or 8GiB");
   if (args.algos.empty()) {

@@ -128,8 +128,12 @@ class SweepReader {
       if (values) {
         if (!values.IsSequence())
           reader_.fail(path + ".values", values, "expected a list", "write `values: [a, b, c]`");
-        for (std::size_t v = 0; v < values.size(); ++v)
-          a.values.push_back(reader_.get_string(values[v], fmt::format("{}.values[{}]", path, v)));
+        for (std::size_t v = 0; v < values.size(); ++v) {
+          const std::string at = fmt::format("{}.values[{}]", path, v);
+          a.values.push_back(reader_.get_string(values[v], at));
+          // A size is checked here, where the file and line are known, not when its point runs.
+          if (a.param == "size" || a.param == "chunk" || a.param == "compression_threshold") reader_.get_size(values[v], at);
+        }
       } else if (range) {
         a.values = read_range(range, path + ".range", a.param);
       } else {

@@ -94,6 +94,15 @@ class Reader {
   ReadResults read() {
     const ResultFormat format = result_format(path_, "--out");
     const std::string text = platforms::read_text_file(path_);
+    // A result file is text: control bytes other than tabs and line ends mean another file
+    // (a binary, a compressed copy), which no message should echo.
+    const auto binary = std::find_if(text.begin(), text.end(), [](char c) {
+      const auto byte = static_cast<unsigned char>(c);
+      return byte < 0x20 && c != '\n' && c != '\r' && c != '\t';
+    });
+    if (binary != text.end())
+      throw ConfigError(path_, fmt::format("not a sweep result file: a binary byte at offset {}", binary - text.begin()),
+                        "--resume continues a .csv or .jsonl file this sweep wrote: write to a new --out file");
     std::size_t start = 0;
     for (int line_no = 1; start < text.size(); ++line_no) {
       const std::size_t end = text.find('\n', start);

@@ -45,6 +45,8 @@ struct Worker {
   std::vector<int> task;
   std::size_t reported = 0;     ///< records received: a worker reports its task in order
   std::string buffer;           ///< bytes after the last complete record
+  std::chrono::steady_clock::time_point point_start;   ///< when its current point began
+  bool timed_out = false;       ///< killed for running past the point time limit
 };
 
 /// The child side: evaluate `task` and send one record per point, `position\x1fvalue...\n`.
@@ -72,10 +74,11 @@ struct Worker {
 
 class Scheduler {
  public:
-  Scheduler(const Sweep& sweep, const std::vector<Point>& points, int jobs, ResultFormat format, int out_fd,
-            std::vector<std::string> columns, ResultTable& table, ProgressBar& progress, int& done)
-      : sweep_(sweep), points_(points), jobs_(jobs), format_(format), out_fd_(out_fd), columns_(std::move(columns)),
-        table_(table), progress_(progress), done_(done) {}
+  Scheduler(const Sweep& sweep, const std::vector<Point>& points, int jobs, double point_time_limit,
+            ResultFormat format, int out_fd, std::vector<std::string> columns, ResultTable& table,
+            ProgressBar& progress, int& done)
+      : sweep_(sweep), points_(points), jobs_(jobs), point_time_limit_(point_time_limit), format_(format),
+        out_fd_(out_fd), columns_(std::move(columns)), table_(table), progress_(progress), done_(done) {}
 
   ~Scheduler() {
     // Reached with workers left only when the parent fails (an unwritable output): stop them.
@@ -115,7 +118,18 @@ class Scheduler {
     w.pid = pid;
     w.fd = fds[0];
     w.task = std::move(task);
+    w.point_start = std::chrono::steady_clock::now();
     workers_.push_back(std::move(w));
+  }
+
+  /// A point that runs past the limit has its worker killed; reap records the point as timed out.
+  void stop_overdue_workers() {
+    const auto now = std::chrono::steady_clock::now();
+    for (Worker& w : workers_)
+      if (!w.timed_out && std::chrono::duration<double>(now - w.point_start).count() > point_time_limit_) {
+        ::kill(w.pid, SIGKILL);
+        w.timed_out = true;
+      }
   }
 
   void wait_for_output() {
@@ -136,6 +150,7 @@ class Scheduler {
         finished.push_back(i);
       }
     }
+    stop_overdue_workers();
     for (std::size_t k = finished.size(); k-- > 0;) {
       reap(workers_[finished[k]]);
       workers_.erase(workers_.begin() + static_cast<std::ptrdiff_t>(finished[k]));
@@ -160,6 +175,7 @@ class Scheduler {
       if (w.reported >= w.task.size() || w.task[w.reported] != position)
         throw std::logic_error("a sweep worker reported point " + fields[0] + " out of order");
       ++w.reported;
+      w.point_start = std::chrono::steady_clock::now();
       fields.erase(fields.begin());
       record(points_[position], std::move(fields));
     }
@@ -188,6 +204,16 @@ class Scheduler {
     const std::string death = WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
                                                   : fmt::format("exit status {}", WEXITSTATUS(status));
     if (w.reported == w.task.size()) return;
+    if (w.timed_out) {
+      // The point past the limit gets its row; the rest of the task runs in a fresh worker.
+      std::vector<int> rest(w.task.begin() + static_cast<std::ptrdiff_t>(w.reported) + 1, w.task.end());
+      if (!rest.empty()) tasks_.push_front(std::move(rest));
+      std::vector<std::string> results(result_columns(sweep_.kind).size());
+      results.push_back(fmt::format("time limit: the point ran past {:g} s (raise it with --point-time-limit)",
+                                    point_time_limit_));
+      record(points_[w.task[w.reported]], std::move(results));
+      return;
+    }
     if (w.task.size() > 1) {
       // Workers report in order, so the first unreported point is the one that killed it: it
       // runs again alone (its own death becomes its row), the rest in a fresh worker.
@@ -205,6 +231,7 @@ class Scheduler {
   const Sweep& sweep_;
   const std::vector<Point>& points_;
   int jobs_;
+  double point_time_limit_;   ///< seconds one point may run
   ResultFormat format_;
   int out_fd_;
   std::vector<std::string> columns_;
@@ -300,7 +327,8 @@ RunSummary run_sweep(const Sweep& sweep, const RunOptions& options) {
   ProgressBar progress(options.progress, summary.points);
   progress.update(done, true);
   try {
-    Scheduler(sweep, points, jobs, format, out_fd, summary.table.columns, summary.table, progress, done)
+    Scheduler(sweep, points, jobs, options.point_time_limit, format, out_fd, summary.table.columns, summary.table,
+              progress, done)
         .run(std::move(tasks));
   } catch (...) {
     if (out_fd >= 0) ::close(out_fd);

@@ -30,6 +30,8 @@ struct RunOptions {
   int shard = 0;              ///< run the points with index % shards == shard
   int shards = 1;
   bool progress = false;      ///< draw a progress bar with ETA on stderr
+  /// Seconds one point may run; past it its worker is killed and the point's row says so.
+  double point_time_limit = 600;
 };
 
 /// @brief What a run did; `table` holds every row of the shard, resumed and new.

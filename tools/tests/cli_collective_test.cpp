@@ -237,13 +237,13 @@ TEST(CliImport, NvidiaSmiTopoOfADgx1vPredictsLikeThePreset) {
 
 TEST(CliImport, NvidiaSmiTopoReadsP2pFiles) {
   const std::string fixtures = std::string(STEPSIM_SOURCE_ROOT) + "/platforms/tests/";
-  RunResult ok = run_stepsim({"import", "nvidia-smi-topo", fixtures + "hgx_h100_topo.txt", "--p2p",
-                              fixtures + "h100_p2p_r.txt", "--p2p", fixtures + "h100_p2p_r.txt"});
+  RunResult ok = run_stepsim({"import", "nvidia-smi-topo", fixtures + "hgx_h100_topo.txt", "--gpu-model",
+                              "H100-SXM5-80GB", "--p2p", fixtures + "h100_p2p_r.txt", "--p2p", fixtures + "h100_p2p_r.txt"});
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("every GPU pair OK"), std::string::npos) << ok.out;
   // A -p2p file of another machine: exit 2, naming the file.
-  RunResult bad = run_stepsim({"import", "nvidia-smi-topo", fixtures + "hgx_h100_topo.txt", "--p2p",
-                               fixtures + "l4_p2p_r.txt"});
+  RunResult bad = run_stepsim({"import", "nvidia-smi-topo", fixtures + "hgx_h100_topo.txt", "--gpu-model",
+                               "H100-SXM5-80GB", "--p2p", fixtures + "l4_p2p_r.txt"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("l4_p2p_r.txt: the P2P matrix has 2 GPUs, the topology matrix 8"), std::string::npos)
       << bad.err;

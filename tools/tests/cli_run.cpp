@@ -47,7 +47,5 @@ RunResult run_stepsim(const std::vector<std::string>& args) {
   return r;
 }
 
-std::string fixture(const std::string& name) { return std::string(STEPSIM_FIXTURES) + "/" + name; }
-
 }  // namespace stepsim::cli_test
 

@@ -14,7 +14,4 @@ struct RunResult {
 /// @brief Runs `stepsim ARGS...` (the binary given as the test's first argument).
 RunResult run_stepsim(const std::vector<std::string>& args);
 
-/// @brief Directory holding the test fixtures.
-std::string fixture(const std::string& name);
-
 }  // namespace stepsim::cli_test

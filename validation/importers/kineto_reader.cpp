@@ -3,6 +3,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
 #include <cctype>
 #include <map>
 #include <memory>
@@ -65,22 +68,49 @@ bool keep(int depth, json::parse_event_t what, json& parsed) {
          is_matmul(parsed);
 }
 
+// A string member, "" when absent or not a string (json::value would throw on another type).
+std::string text_or(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 double number_or(const json& object, const char* key, double fallback) {
   auto it = object.find(key);
   return it != object.end() && it->is_number() ? it->get<double>() : fallback;
 }
 
+// A JSON number as an int when it is a whole number an int holds, else `fallback`: a cast of
+// 1e300 or -1e300 would be undefined.
+int int_or(const json& object, const char* key, int fallback) {
+  const double value = number_or(object, key, fallback);
+  return value >= INT_MIN && value <= INT_MAX && value == std::floor(value) ? static_cast<int>(value) : fallback;
+}
+
 std::int64_t id_of(const json& value) {
   if (value.is_number_integer()) return value.get<std::int64_t>();
-  if (value.is_number()) return static_cast<std::int64_t>(value.get<double>());
+  if (value.is_number()) {
+    const double v = value.get<double>();
+    return std::abs(v) < 9e18 ? static_cast<std::int64_t>(v) : -1;
+  }
   // Kineto writes some pids and tids as strings ("Spans", "stream 7 "): keep the digits.
   if (value.is_string()) {
     std::string digits;
     for (char c : value.get<std::string>())
       if (c >= '0' && c <= '9') digits += c;
-    return digits.empty() ? -1 : std::stoll(digits);
+    // More than 18 digits is no id Kineto writes (and would overflow).
+    return digits.empty() || digits.size() > 18 ? -1 : std::stoll(digits);
   }
   return -1;
+}
+
+// A JSON list of ranks; entries that are not whole numbers from 0 to 2^20 make it no rank list.
+std::vector<int> rank_list(const json& list) {
+  std::vector<int> ranks;
+  for (const json& item : list) {
+    if (!item.is_number_integer() || item.get<std::int64_t>() < 0 || item.get<std::int64_t>() > (1 << 20)) return {};
+    ranks.push_back(item.get<int>());
+  }
+  return ranks;
 }
 
 void read_metadata(const json& doc, KinetoProfile& profile, std::int64_t device) {
@@ -90,20 +120,19 @@ void read_metadata(const json& doc, KinetoProfile& profile, std::int64_t device)
         profile.gpu = d["name"].get<std::string>();
   }
   if (auto info = doc.find("distributedInfo"); info != doc.end() && info->is_object()) {
-    profile.rank = static_cast<int>(number_or(*info, "rank", -1));
-    profile.world_size = static_cast<int>(number_or(*info, "world_size", 0));
+    profile.rank = int_or(*info, "rank", -1);
+    profile.world_size = int_or(*info, "world_size", 0);
     if (info->contains("nccl_version") && (*info)["nccl_version"].is_string())
       profile.nccl_version = (*info)["nccl_version"].get<std::string>();
     if (auto groups = info->find("pg_config"); groups != info->end() && groups->is_array())
       for (const json& pg : *groups)
         if (pg.contains("pg_name") && pg.contains("ranks") && pg["ranks"].is_array())
           profile.group_ranks[pg["pg_name"].is_string() ? pg["pg_name"].get<std::string>() : pg["pg_name"].dump()] =
-              pg["ranks"].get<std::vector<int>>();
+              rank_list(pg["ranks"]);
   }
   // CUDA encodes versions as 1000 * major + 10 * minor.
-  const double cuda = number_or(doc, "cuda_runtime_version", 0);
-  if (cuda > 0) {
-    const int code = static_cast<int>(cuda);
+  const int code = int_or(doc, "cuda_runtime_version", 0);
+  if (code > 0) {
     profile.cuda_version = std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 10);
   }
 }
@@ -139,7 +168,7 @@ std::size_t line_of(const std::string& text, std::size_t byte) {
 /// "[0, 1, 2, ...]" -> ranks; torch truncates long lists with "...", which the stride of the
 /// first two ranks and the group size complete.
 std::vector<int> parse_ranks(const json& value, int group_size) {
-  if (value.is_array()) return value.get<std::vector<int>>();
+  if (value.is_array()) return rank_list(value);
   if (!value.is_string()) return {};
   std::vector<int> ranks;
   bool truncated = false;
@@ -148,10 +177,12 @@ std::vector<int> parse_ranks(const json& value, int group_size) {
     if (c >= '0' && c <= '9') number += c;
     else if (c == '.') truncated = true;
     else if (!number.empty()) {
+      if (number.size() > 6) return {};   // no group has a millionth rank: not a rank list
       ranks.push_back(std::stoi(number));
       number.clear();
     }
   }
+  if (group_size > 1 << 20) return ranks;
   if (truncated && ranks.size() >= 2)
     while (static_cast<int>(ranks.size()) < group_size) ranks.push_back(ranks.back() + ranks[1] - ranks[0]);
   return ranks;
@@ -191,7 +222,7 @@ std::optional<NcclCall> nccl_call(const KinetoEvent& kernel) {
   call.collective = args["Collective name"].get<std::string>();
   call.op = stepsim_op(call.collective);
   call.group_size = static_cast<int>(number_or(args, "Group size", 0));
-  const std::string torch_dtype = args.value("dtype", "");
+  const std::string torch_dtype = text_or(args, "dtype");
   auto dtype = torch_dtypes().find(torch_dtype);
   call.dtype = dtype == torch_dtypes().end() ? torch_dtype : dtype->second.first;
   const double elements = std::max(number_or(args, "In msg nelems", 0), number_or(args, "Out msg nelems", 0));
@@ -207,10 +238,54 @@ bool is_nccl_kernel(const KinetoEvent& event) {
   return event.cat == "kernel" && (event.name.rfind("ncclDevKernel", 0) == 0 || event.name.rfind("ncclKernel", 0) == 0);
 }
 
+namespace {
+
+std::string format_us(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+// An event's ts or dur: Kineto writes both on every complete ("X") event, in microseconds.
+double required_number(const json& event, const char* key, const std::string& origin, const std::string& name) {
+  auto it = event.find(key);
+  if (it == event.end() || !it->is_number())
+    throw ConfigError(origin, "event '" + name + "' has " +
+                                  (it == event.end() ? std::string("no `") + key + "`" : "`" + std::string(key) + "` " + it->dump()) +
+                                  ", where Kineto writes a number of microseconds",
+                      "pass the trace as the profiler wrote it");
+  return it->get<double>();
+}
+
+// NCCL kernels' element counts (torch's collective metadata): whole numbers >= 0.
+void check_message_sizes(const json& args, const std::string& origin, const KinetoEvent& event) {
+  if (!args.is_object()) return;
+  for (const char* key : {"In msg nelems", "Out msg nelems"}) {
+    auto it = args.find(key);
+    if (it == args.end()) continue;
+    if (!it->is_number() || it->get<double>() < 0 || it->get<double>() > 1e15)
+      throw ConfigError(origin, "event '" + event.name + "' at ts " + format_us(event.ts) + " has `" + key + "` " +
+                                    it->dump() + ", not an element count",
+                        "pass the trace as the profiler wrote it (counts are whole numbers >= 0)");
+  }
+}
+
+}  // namespace
+
 KinetoProfile parse_kineto(const std::string& json_text, const std::string& origin) {
   json doc;
   try {
-    doc = json::parse(json_text, keep);
+    // Kineto nests 4 levels (document, traceEvents, an event, its args' shapes); deeper is no trace,
+    // and the workload import walks the args recursively.
+    doc = json::parse(json_text, [&origin](int depth, json::parse_event_t what, json& parsed) {
+      if ((what == json::parse_event_t::object_start || what == json::parse_event_t::array_start) && depth >= 64)
+        throw ConfigError(origin, "JSON nested deeper than 64 levels, which no profiler trace is",
+                          "pass the trace the PyTorch profiler wrote (export_chrome_trace / tensorboard_trace_handler)");
+      return keep(depth, what, parsed);
+    });
+  } catch (const json::out_of_range& e) {
+    throw ConfigError(origin, std::string("a JSON number is out of range: ") + e.what(),
+                      "pass the trace the PyTorch profiler wrote (export_chrome_trace / tensorboard_trace_handler)");
   } catch (const json::parse_error& e) {
     throw ConfigError(origin + " (line " + std::to_string(line_of(json_text, e.byte)) + ")",
                       std::string("malformed JSON: ") + e.what(),
@@ -226,17 +301,22 @@ KinetoProfile parse_kineto(const std::string& json_text, const std::string& orig
   std::int64_t device = -1;
   std::vector<KinetoEvent> comm_records;
   for (json& e : *events) {
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    if (!e.is_object() || text_or(e, "ph") != "X") continue;
     KinetoEvent event;
-    event.cat = e.value("cat", "");
-    event.name = e.value("name", "");
-    event.ts = number_or(e, "ts", 0);
-    event.dur = number_or(e, "dur", 0);
+    event.cat = text_or(e, "cat");
+    event.name = text_or(e, "name");
+    event.ts = required_number(e, "ts", origin, event.name);
+    event.dur = required_number(e, "dur", origin, event.name);
+    if (event.dur < 0)
+      throw ConfigError(origin, "event '" + event.name + "' at ts " + format_us(event.ts) + " has dur " +
+                                    format_us(event.dur) + ": a duration is never negative",
+                        "pass the trace as the profiler wrote it");
     event.pid = id_of(e.value("pid", json(-1)));
     event.tid = id_of(e.value("tid", json(-1)));
     if (auto args = e.find("args"); args != e.end() && args->is_object()) {
       if (args->contains("correlation")) event.correlation = id_of((*args)["correlation"]);
       if (event.cat == "kernel" || event.cat == "gpu_memcpy" || event.cat == "gpu_memset") event.args = std::move(*args);
+      check_message_sizes(event.args, origin, event);
     }
     if (event.cat == "kernel" || event.cat == "gpu_memcpy" || event.cat == "gpu_memset") {
       if (device < 0) device = event.pid;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <regex>
@@ -47,6 +48,7 @@ struct Table {
   std::map<std::string, std::string> software;
   int gpus_flag = 0;
   bool time_derived = false;   ///< time_s computed from a bandwidth column
+  bool op_assumed = false;     ///< a markdown busbw column with no collective named: allreduce
   bool ranks_inferred = false;
   std::vector<Point> points;
 };
@@ -62,6 +64,8 @@ struct Scan {
   std::string hint, tool_hint, prose;
   std::map<std::string, std::string> section_software;
   // Kept for the whole file.
+  std::string origin;
+  std::vector<int> long_lines;  ///< lines skipped for their length
   int gpus_flag = 0;
   std::string default_op, tests_version;
   std::map<std::string, std::string> file_software;
@@ -103,6 +107,29 @@ struct Scan {
   }
 };
 
+// The limit on what a row may state: beyond it a value is a typo or a corrupted log.
+constexpr double kMaxSizeBytes = 1125899906842624.0;  // 1 PiB
+
+[[noreturn]] void bad_row(const Scan& scan, int line, const std::string& what) {
+  throw ConfigError(scan.origin + ": line " + std::to_string(line), what,
+                    "correct or delete that row (nccl-tests prints sizes in bytes, times in us, bandwidths in GB/s)");
+}
+
+// A measured cell of a row: a finite number > 0 (>= 0 for a bandwidth, which small sizes print
+// as 0.00), or nullopt for "N/A" (a run the version skips) and for a column the table lacks.
+std::optional<double> measured_cell(const Scan& scan, const std::vector<std::string>& tokens, int index,
+                                    const std::string& column, int line, const std::string& suffix = "") {
+  const bool zero_allowed = column != "time";
+  if (index < 0) return std::nullopt;
+  if (index >= static_cast<int>(tokens.size()))
+    bad_row(scan, line, "the row ends before its " + column + " column (" + std::to_string(tokens.size()) + " cells)");
+  if (tokens[index] == "N/A") return std::nullopt;
+  std::optional<double> value = parse_plain_number(tokens[index] + suffix);
+  if (!value || !(*value > 0 || (zero_allowed && *value == 0)))
+    bad_row(scan, line, column + " '" + tokens[index] + "' is not a " + (zero_allowed ? "number >= 0" : "positive number"));
+  return value;
+}
+
 void read_text_row(Scan& scan, const std::vector<std::string>& tokens, int line) {
   const std::vector<std::string>& header = scan.header;
   auto column = [&](const std::string& name, int occurrence) {
@@ -111,11 +138,10 @@ void read_text_row(Scan& scan, const std::vector<std::string>& tokens, int line)
       if (header[i] == name && seen++ == occurrence) return static_cast<int>(i);
     return -1;
   };
-  auto value = [&](int index) -> std::optional<double> {
-    if (index < 0 || index >= static_cast<int>(tokens.size())) return std::nullopt;
-    return parse_plain_number(tokens[index]);
-  };
-  std::optional<double> size = value(std::max(0, column("size", 0)));
+  const int size_col = std::max(0, column("size", 0));
+  if (size_col >= static_cast<int>(tokens.size())) bad_row(scan, line, "the row ends before its size column");
+  std::optional<double> size = parse_plain_number(tokens[size_col]);
+  if (size && *size > kMaxSizeBytes) bad_row(scan, line, "size " + tokens[0] + " is beyond 1 PiB");
   // A zero-byte call measures only the launch, and nccl-tests prints it several times.
   if (!size || *size <= 0) return;
   const int type_col = column("type", 0);
@@ -125,10 +151,8 @@ void read_text_row(Scan& scan, const std::vector<std::string>& tokens, int line)
   for (int run = 0; run < runs; ++run) {
     // The printed microseconds read with an exponent: "43.83e-6" is the double nearest to the
     // printed time, where 43.83 * 1e-6 would add a rounding error.
-    const int time_col = column("time", run);
-    std::optional<double> time_s =
-        time_col >= 0 && time_col < static_cast<int>(tokens.size()) ? parse_plain_number(tokens[time_col] + "e-6") : std::nullopt;
-    if (!time_s || *time_s <= 0) continue;  // "N/A" where a version skips a run
+    std::optional<double> time_s = measured_cell(scan, tokens, column("time", run), "time", line, "e-6");
+    if (!time_s) continue;
     Point point;
     point.line = line;
     point.op = scan.op.empty() ? scan.default_op : scan.op;
@@ -139,8 +163,8 @@ void read_text_row(Scan& scan, const std::vector<std::string>& tokens, int line)
     point.dtype = dtype;
     point.in_place = run == 1;
     point.time_s = *time_s;
-    point.algbw = value(column("algbw", run));
-    point.busbw = value(column("busbw", run));
+    point.algbw = measured_cell(scan, tokens, column("algbw", run), "algbw", line);
+    point.busbw = measured_cell(scan, tokens, column("busbw", run), "busbw", line);
     table.points.push_back(point);
   }
 }
@@ -155,6 +179,7 @@ void read_markdown_row(Scan& scan, const std::vector<std::string>& cells, int li
   };
   auto cell = [&](int i) { return i >= 0 && i < static_cast<int>(cells.size()) ? cells[i] : std::string(); };
   std::vector<Point> points;
+  bool op_assumed = false;
   auto add = [&](const std::string& op, int ranks, int nodes, double size, double busbw, std::optional<double> algbw,
                  std::vector<std::string> params) {
     Point p;
@@ -184,10 +209,11 @@ void read_markdown_row(Scan& scan, const std::vector<std::string>& cells, int li
       if (static_cast<int>(i) == size_col || !v) continue;
       std::smatch m;
       if (lower[i].find("(gb/s)") != std::string::npos || lower[i] == "busbw") {
+        op_assumed = op_assumed || scan.default_op.empty();
         add(scan.default_op.empty() ? "allreduce" : scan.default_op, fallback_ranks, 1, *size, *v, algbw, {});
       } else if (std::regex_match(lower[i], m, nodes_re)) {
-        const int nodes = std::stoi(m[1]);
-        add("allreduce", per_node_gpus(scan.prose) * nodes, nodes, *size, *v, std::nullopt, {});
+        const int nodes = bounded_count(m[1]);
+        if (nodes > 0) add("allreduce", per_node_gpus(scan.prose) * nodes, nodes, *size, *v, std::nullopt, {});
       }
     }
   } else if (col("gpus") >= 0 && col("busbw") >= 0) {  // stas00 T4/T5: one payload at 4..8 GPUs
@@ -216,6 +242,7 @@ void read_markdown_row(Scan& scan, const std::vector<std::string>& cells, int li
     scan.md_table = static_cast<int>(scan.tables.size()) - 1;
   }
   Table& table = scan.tables[scan.md_table];
+  table.op_assumed = table.op_assumed || op_assumed;
   for (Point& p : points) {
     // Markdown tables print bandwidths only: time = size / algbw, algbw = busbw / factor.
     double algbw = p.algbw && *p.algbw > 0 ? *p.algbw : (*p.busbw > 0 ? *p.busbw / busbw_factor(p.op, p.ranks) : 0);
@@ -271,7 +298,16 @@ Measurement to_measurement(const Point& p) {
   return m;
 }
 
+// Longer lines are skipped (and named in the notes): no nccl-tests row, header or markdown
+// row comes near it, and the line-level regular expressions below must see bounded input
+// (std::regex recurses once per character).
+constexpr std::size_t kMaxLineLength = 2048;
+
 void scan_line(Scan& scan, const std::string& raw, int line) {
+  if (raw.size() > kMaxLineLength) {
+    scan.long_lines.push_back(line);
+    return;
+  }
   const std::string s = trim(strip_prefix(raw));
   if (s.rfind("# ====", 0) == 0 || s.rfind("## ---", 0) == 0) {
     scan.new_section();
@@ -299,17 +335,18 @@ void scan_line(Scan& scan, const std::string& raw, int line) {
   if (std::regex_search(s, m, threads)) {
     scan.rank_count = 0;
     scan.hosts.clear();
-    scan.gpus_flag = std::stoi(m[1]) * std::stoi(m[2]);
-    scan.per_thread = std::stoi(m[2]);
+    const int threads_count = bounded_count(m[1]), gpus_count = bounded_count(m[2]);
+    scan.gpus_flag = threads_count > 0 && gpus_count > 0 ? threads_count * gpus_count : 0;
+    scan.per_thread = std::max(1, gpus_count);
   }
   if (std::regex_search(s, m, rank_line) || std::regex_search(s, m, rank_short)) {
-    scan.rank_count = std::max(scan.rank_count, std::stoi(m[1]) + 1);
+    if (const int rank = bounded_count(m[1]); rank >= 0) scan.rank_count = std::max(scan.rank_count, rank + 1);
     scan.hosts.insert(m[2]);
     if (m.size() > 3 && m[3].matched) scan.rank_gpu = m[3];
     return;
   }
-  if (comment && s.find("perf") != std::string::npos && std::regex_search(s, m, g_flag)) scan.gpus_flag = std::stoi(m[1]);
-  if (std::regex_search(s, m, nproc)) scan.gpus_flag = std::stoi(m[1]);
+  if (comment && s.find("perf") != std::string::npos && std::regex_search(s, m, g_flag)) scan.gpus_flag = std::max(0, bounded_count(m[1]));
+  if (std::regex_search(s, m, nproc)) scan.gpus_flag = std::max(0, bounded_count(m[1]));
   if (std::regex_search(s, m, tests_version)) scan.tests_version = m[1];
   if (comment || s.find("NCCL version") != std::string::npos) read_log_versions(s, scan.section_software);
 
@@ -363,9 +400,40 @@ std::string system_of(const Table& table) {
 
 }  // namespace
 
-NcclTestsImport import_nccl_tests(const std::string& text, const std::string& origin, const std::string& platform) {
+namespace {
+
+// The op of a table whose log names none, read from busbw / algbw where only one op fits:
+// allreduce's factor 2(n-1)/n is the only one above 1 (nccl-tests' PERFORMANCE.md). "" when the
+// ratio fits several ops; `why` then names them.
+std::string infer_op(const Table& table, std::string& why) {
+  const Point* largest = nullptr;
+  for (const Point& p : table.points)
+    if (p.algbw && p.busbw && (!largest || p.size > largest->size)) largest = &p;
+  if (!largest) {
+    why = "the table prints no algbw and busbw to tell the collective by";
+    return "";
+  }
+  const double ratio = *largest->busbw / *largest->algbw;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", ratio);
+  // Bandwidths are printed with two decimals: 1.02 leaves their rounding out.
+  if (ratio > 1.02 && ranks_from_bandwidths("allreduce", ratio) > 0) {
+    why = "busbw / algbw = " + std::string(text) + " > 1, which only allreduce gives";
+    return "allreduce";
+  }
+  why = "busbw / algbw = " + std::string(text) +
+        (ratio > 0.98 ? " fits broadcast, reduce, sendrecv and a 2-rank allreduce"
+                      : " fits allgather, reduce_scatter and alltoall");
+  return "";
+}
+
+}  // namespace
+
+NcclTestsImport import_nccl_tests(const std::string& text, const std::string& origin, const std::string& platform,
+                                  const std::string& op) {
   Scan scan;
-  scan.default_op = op_from_file_name(origin);
+  scan.origin = origin;
+  scan.default_op = op.empty() ? op_from_file_name(origin) : op;
   std::istringstream lines(text);
   std::string raw;
   for (int line = 1; std::getline(lines, raw); ++line) scan_line(scan, raw, line);
@@ -374,12 +442,24 @@ NcclTestsImport import_nccl_tests(const std::string& text, const std::string& or
   std::map<std::pair<std::string, std::string>, std::size_t> index;  // (system, tool) -> group
   std::vector<std::vector<const Table*>> members;
   const std::string where = origin + ": line ";
+  for (int line : scan.long_lines)
+    result.notes.push_back(where + std::to_string(line) + ": skipped: longer than " + std::to_string(kMaxLineLength) +
+                           " characters, which no nccl-tests line is");
+  bool op_missing = false;
   for (Table& table : scan.tables) {
     if (table.points.empty()) continue;
     if (table.points.front().op.empty()) {
-      result.notes.push_back(where + std::to_string(table.line) +
-                             ": table skipped: no collective named (no *_perf command line, no op in the file name)");
-      continue;
+      std::string why;
+      const std::string inferred = infer_op(table, why);
+      if (inferred.empty()) {
+        result.notes.push_back(where + std::to_string(table.line) +
+                               ": table skipped: no collective named (no *_perf command line, no op in the file name, no --op), and " +
+                               why);
+        op_missing = true;
+        continue;
+      }
+      for (Point& p : table.points) p.op = inferred;
+      result.notes.push_back(where + std::to_string(table.line) + ": collective inferred: " + inferred + " (" + why + ")");
     }
     if (!finish_ranks(table)) {
       result.notes.push_back(where + std::to_string(table.line) +
@@ -390,6 +470,9 @@ NcclTestsImport import_nccl_tests(const std::string& text, const std::string& or
       result.notes.push_back(where + std::to_string(table.line) + ": table skipped: a 1-rank run measures no collective");
       continue;
     }
+    if (table.op_assumed)
+      result.notes.push_back(where + std::to_string(table.line) +
+                             ": collective assumed: allreduce (the write-up's busbw table names none; --op names it)");
     auto key = std::make_pair(system_of(table), table.tool.rfind("nccl-tests", 0) == 0 ? "nccl-tests" : table.tool);
     auto [it, added] = index.emplace(key, result.groups.size());
     if (added) {
@@ -403,10 +486,17 @@ NcclTestsImport import_nccl_tests(const std::string& text, const std::string& or
     }
     members[it->second].push_back(&table);
   }
-  if (result.groups.empty())
-    throw ConfigError(origin, "no usable nccl-tests table found",
+  if (result.groups.empty()) {
+    std::string reasons;
+    for (const std::string& note : result.notes) reasons += "; " + note.substr(origin.size() + 2);
+    if (op_missing)
+      throw ConfigError(origin, "no usable nccl-tests table" + reasons,
+                        "name the collective with --op (allreduce, allgather, reduce_scatter, broadcast, reduce, "
+                        "alltoall or sendrecv)");
+    throw ConfigError(origin, "no usable nccl-tests table found" + reasons,
                       "pass the output of an nccl-tests binary (all_reduce_perf ...) with its column header "
                       "(size ... time algbw busbw), or a markdown table with size and busbw columns");
+  }
 
   for (std::size_t g = 0; g < result.groups.size(); ++g) {
     MeasurementFile& file = result.groups[g].file;

@@ -30,9 +30,12 @@ struct NcclTestsImport {
 };
 
 /// @brief Parses one log's text; `origin` names it in errors and becomes `source.file`.
-/// `platform` fills `system.platform` of every group ("" = leave it out).
+/// `platform` fills `system.platform` of every group ("" = leave it out). `op` is the collective
+/// of tables the log does not name (no `*_perf` line; "" = the file name's op, else inferred
+/// from busbw / algbw where only allreduce fits, with a note). A row whose cells are not
+/// positive numbers ("N/A" aside) or whose size passes 1 PiB is a ConfigError naming its line.
 NcclTestsImport import_nccl_tests(const std::string& text, const std::string& origin,
-                                  const std::string& platform = "");
+                                  const std::string& platform = "", const std::string& op = "");
 
 /// @brief All `groups` (of one or more logs) as one file; they must share one (system, tool),
 /// else a ConfigError naming `output` and the groups, with `-o DIR` as the fix.

@@ -54,13 +54,18 @@ std::optional<double> parse_plain_number(const std::string& token) {
   return value;
 }
 
+int bounded_count(const std::string& digits) {
+  if (digits.empty() || digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
+  return std::stoi(digits);
+}
+
 std::optional<double> leading_number(const std::string& cell) {
   std::string text = trim(cell);
   text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
   static const std::regex number(R"(^[0-9]+(\.[0-9]+)?)");
   std::smatch m;
   if (!std::regex_search(text, m, number)) return std::nullopt;
-  return std::stod(m[0]);
+  return parse_plain_number(m[0]);
 }
 
 std::optional<double> parse_size_label(const std::string& label) {
@@ -69,7 +74,9 @@ std::optional<double> parse_size_label(const std::string& label) {
   static const std::regex size(R"(([0-9.]+)\s*([KMGkmg]?)(i?[Bb]?))");
   std::smatch m;
   if (!std::regex_match(text, m, size)) return std::nullopt;
-  const double value = std::stod(m[1]);
+  const std::optional<double> parsed = parse_plain_number(m[1]);
+  if (!parsed) return std::nullopt;
+  const double value = *parsed;
   const std::string unit = lowercase(m[2]);
   if (unit.empty()) return value;
   const int power = unit == "k" ? 1 : unit == "m" ? 2 : 3;
@@ -163,7 +170,8 @@ std::string slug(const std::string& text) {
 int per_node_gpus(const std::string& prose) {
   static const std::regex per_node(R"((\d+)x\s+\S+\s+per node)");
   std::smatch m;
-  return std::regex_search(prose, m, per_node) ? std::stoi(m[1]) : 8;
+  const int count = std::regex_search(prose, m, per_node) ? bounded_count(m[1]) : -1;
+  return count > 0 ? count : 8;
 }
 
 std::optional<double> prose_payload(const std::string& prose) {
@@ -172,14 +180,18 @@ std::optional<double> prose_payload(const std::string& prose) {
   if (!std::regex_search(prose, m, size)) return std::nullopt;
   const std::string unit = m[2];
   const int power = unit == "KiB" ? 1 : unit == "MiB" ? 2 : unit == "GiB" ? 3 : 4;
-  return std::stod(m[1]) * std::pow(1024.0, power);
+  const std::optional<double> value = parse_plain_number(m[1]);
+  if (!value) return std::nullopt;
+  return *value * std::pow(1024.0, power);
 }
 
 std::optional<int> prose_gpus(const std::string& prose) {
   static const std::regex gpus(R"((\d+) GPUs)");
   std::smatch m;
   if (!std::regex_search(prose, m, gpus)) return std::nullopt;
-  return std::stoi(m[1]);
+  const int count = bounded_count(m[1]);
+  if (count < 0) return std::nullopt;
+  return count;
 }
 
 void read_versions(const std::string& line, std::map<std::string, std::string>& software) {
@@ -197,9 +209,9 @@ void read_log_versions(const std::string& line, std::map<std::string, std::strin
   static const std::regex library(R"(nccl-library=(\d+))");
   static const std::regex info(R"(NCCL version (\d+\.\d+\.\d+))");
   std::smatch m;
-  if (std::regex_search(line, m, library)) {
+  if (std::regex_search(line, m, library) && bounded_count(m[1]) > 0) {
     // NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9, major*1000 + minor*100 + patch before.
-    const int code = std::stoi(m[1]);
+    const int code = bounded_count(m[1]);
     const int major = code >= 10000 ? code / 10000 : code / 1000;
     const int minor = code >= 10000 ? code % 10000 / 100 : code % 1000 / 100;
     software["nccl"] = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);

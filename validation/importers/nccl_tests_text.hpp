@@ -18,6 +18,9 @@ std::vector<std::string> split_cells(const std::string& row);
 
 /// @brief A whole token as a number ("1048_576" reads 1048576); nullopt for "N/A" and the like.
 std::optional<double> parse_plain_number(const std::string& token);
+/// @brief A count written in digits (a rank, a GPU count), -1 when it is not one or has more
+/// than 6 digits (no log counts that far; std::stoi would throw).
+int bounded_count(const std::string& digits);
 /// @brief The number a cell starts with ("363.3GBps" -> 363.3).
 std::optional<double> leading_number(const std::string& cell);
 /// @brief "65K", "1G", "32KiB", "1048_576" -> bytes. Decimal K/M/G labels are rounded powers of

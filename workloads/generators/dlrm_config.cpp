@@ -400,7 +400,10 @@ class ConfigReader {
                                                : distribution};
       t.table.sequence = entry["sequence"] && r_.get_bool(entry["sequence"], at + ".sequence");
       const std::string name = entry["name"] ? r_.get_string(entry["name"], at + ".name") : numbered("t", i);
-      const int count = entry["count"] ? r_.get_int(entry["count"], at + ".count", 1) : 1;
+      const int count = entry["count"] ? r_.get_int(entry["count"], at + ".count", 1, kMaxTables) : 1;
+      if (c_.tables.size() + count > static_cast<std::size_t>(kMaxTables))
+        r_.fail(at + ".count", entry["count"], "more than " + std::to_string(kMaxTables) + " tables in all",
+                "stepsim's limit; model fewer, larger tables");
       for (int k = 0; k < count; ++k) {
         t.table.name = count == 1 ? name : name + "." + std::to_string(k);
         c_.tables.push_back(t);

@@ -41,6 +41,10 @@ struct TableEntry {
 };
 
 /// @brief Everything a `kind: dlrm` document says, defaults filled in (docs/dlrm.md's schema).
+/// The most embedding tables a DLRM workload may list (count included): production models hold
+/// hundreds to ~1,000; each table adds ops and a planner dimension.
+constexpr int kMaxTables = 10000;
+
 struct DlrmConfig {
   int dense_features = 0;
   std::vector<int> bottom_mlp;       // output widths; the input is dense_features

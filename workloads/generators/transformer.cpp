@@ -27,10 +27,10 @@ ModelConfig read_model(const YAML::Node& doc, const YamlReader& reader) {
                     {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "activation", "norm",
                      "positions", "bias", "tied_embeddings", "moe"});
   ModelConfig m;
-  auto count = [&](const std::string& key) {
-    return reader.get_int(reader.require(section, "model", key), child("model", key), 1);
+  auto count = [&](const std::string& key, int limit = kMaxModelWidth) {
+    return reader.get_int(reader.require(section, "model", key), child("model", key), 1, limit);
   };
-  m.layers = count("layers");
+  m.layers = count("layers", kMaxLayers);
   m.hidden = count("hidden");
   m.heads = count("heads");
   const YAML::Node heads = section["heads"];
@@ -65,7 +65,7 @@ ModelConfig read_model(const YAML::Node& doc, const YamlReader& reader) {
       reader.fail("model.moe", moe, "expected a section", "write e.g. moe: {experts: 8, top_k: 2}");
     reader.check_keys(moe, "model.moe", {"experts", "top_k", "capacity_factor", "routing_skew", "shared_experts"});
     if (const YAML::Node n = moe["shared_experts"]) m.moe.shared_experts = reader.get_int(n, "model.moe.shared_experts", 0);
-    m.moe.experts = reader.get_int(reader.require(moe, "model.moe", "experts"), "model.moe.experts", 2);
+    m.moe.experts = reader.get_int(reader.require(moe, "model.moe", "experts"), "model.moe.experts", 2, kMaxExperts);
     if (const YAML::Node n = moe["top_k"]) m.moe.top_k = reader.get_int(n, "model.moe.top_k", 1);
     if (m.moe.top_k > m.moe.experts)
       reader.fail("model.moe.top_k", moe["top_k"],
@@ -94,7 +94,7 @@ TrainingConfig read_training(const YAML::Node& doc, const YamlReader& reader) {
   t.micro_batch = reader.get_int(reader.require(section, "training", "micro_batch"), "training.micro_batch", 1);
   t.sequence = reader.get_int(reader.require(section, "training", "sequence"), "training.sequence", 1);
   if (const YAML::Node n = section["gradient_accumulation"])
-    t.gradient_accumulation = reader.get_int(n, "training.gradient_accumulation", 1);
+    t.gradient_accumulation = reader.get_int(n, "training.gradient_accumulation", 1, kMaxGradientAccumulation);
   auto dtype = [&](const std::string& key, models::Dtype fallback) {
     const YAML::Node n = section[key];
     if (!n) return fallback;
@@ -236,7 +236,7 @@ PipelineConfig read_pipeline(const YAML::Node& doc, const YamlReader& reader, in
                                                  : PipelineSchedule::one_f_one_b;
     }
     if (const YAML::Node n = section["virtual_stages"]) {
-      out.virtual_stages = reader.get_int(n, "pipeline.virtual_stages", 1);
+      out.virtual_stages = reader.get_int(n, "pipeline.virtual_stages", 1, kMaxLayers);
       virtual_given = true;
       if (!multi_stage(out.schedule) && out.virtual_stages > 1)
         reader.fail("pipeline.virtual_stages", n,

@@ -47,6 +47,14 @@ struct MoeConfig {
   bool enabled() const { return experts > 0; }
 };
 
+/// Limits on the counts a transformer workload may give, stated in the errors that enforce them:
+/// the trace grows linearly in layers and micro-batches, so past these a run would take minutes
+/// for a model no one trains (Llama 3 405B has 126 layers; MoE models up to 256 experts).
+constexpr int kMaxLayers = 4096;
+constexpr int kMaxGradientAccumulation = 1024;
+constexpr int kMaxExperts = 4096;
+constexpr int kMaxModelWidth = 1 << 24;  ///< hidden, heads, FFN width, vocabulary
+
 /// @brief The `model:` section: a pre-norm decoder-only transformer.
 struct ModelConfig {
   int layers = 0;
