@@ -188,6 +188,64 @@ metric: time_s
   EXPECT_EQ(ids.size(), 300u);
 }
 
+/// The processes `depth` levels below `pid` (1: its children), from /proc.
+std::vector<pid_t> descendants(pid_t pid, int depth) {
+  std::vector<pid_t> found;
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  for (pid_t child; children >> child;) {
+    if (depth == 1) found.push_back(child);
+    else
+      for (pid_t below : descendants(child, depth - 1)) found.push_back(below);
+  }
+  return found;
+}
+
+// Event simulations run in a child process each (SimGrid keeps one simulation per process):
+// after kill -9 of `stepsim sweep` (two levels down: worker, then simulation) or of `stepsim
+// simulate --engine event` (one level), none of them may run on under init. Both jobs replay
+// 64 ranks (about 12 s each), long enough to be killed in the middle.
+TEST(CliSweep, KillNineLeavesNoSimulationRunning) {
+  const TempDir temp;
+  const std::string& dir = temp;
+  const std::string sweep = write_file(dir + "/event.yaml", R"(version: 1
+base:
+  simulate: {platform: dgx-h100, workload: llama3-8b, engine: event}
+axes:
+  - param: nodes
+    values: [8, 8]
+metric: iteration_time_s
+)");
+  const std::vector<std::pair<std::vector<std::string>, int>> runs = {
+      {{"sweep", sweep, "--jobs", "2"}, 2}, {{"simulate", "dgx-h100", "llama3-8b", "--nodes", "8", "--engine", "event"}, 1}};
+  for (const auto& [args, depth] : runs) {
+    const pid_t pid = start_stepsim(args);
+    std::vector<pid_t> simulations;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (simulations.empty() && std::chrono::steady_clock::now() < deadline && waitpid(pid, nullptr, WNOHANG) == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      simulations = descendants(pid, depth);
+    }
+    ASSERT_FALSE(simulations.empty()) << args[0] << ": no simulation started before it ended";
+    std::vector<pid_t> below = descendants(pid, 1);
+    if (depth == 2) below.insert(below.end(), simulations.begin(), simulations.end());
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+    // Running, not a zombie waiting for init (or a container's init that never reaps) to collect it.
+    const auto alive = [&] {
+      return std::count_if(below.begin(), below.end(), [](pid_t p) {
+        std::ifstream stat("/proc/" + std::to_string(p) + "/stat");
+        std::string pid_field, name, state;
+        return stat >> pid_field >> name >> state && state != "Z" && state != "X";
+      });
+    };
+    const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (alive() > 0 && std::chrono::steady_clock::now() < gone_by)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(alive(), 0) << args[0] << ": a process outlived kill -9 of its parent by 1 s";
+    for (pid_t p : below) kill(p, SIGKILL);   // a failed check leaves nothing behind either
+  }
+}
+
 TEST(CliSweep, RanksPlotsAndMergesShards) {
   const TempDir temp;
   const std::string& dir = temp;
