@@ -236,7 +236,37 @@ void check_document(const YAML::Node& root, const std::string& origin) {
 
 }  // namespace
 
+namespace {
+
+// The byte offset of the first byte that is not valid UTF-8, or npos. YAML text is Unicode;
+// yaml-cpp passes other bytes through, and its emitter would write them back differently.
+std::size_t invalid_utf8(const std::string& text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return i;
+    for (std::size_t k = 1; k < length; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return i;
+    // Overlong forms and surrogates are not UTF-8 either.
+    const auto next = static_cast<unsigned char>(text[i + 1 < text.size() ? i + 1 : i]);
+    if ((length == 2 && byte < 0xC2) || (length == 3 && byte == 0xE0 && next < 0xA0) ||
+        (length == 3 && byte == 0xED && next >= 0xA0) || (length == 4 && byte == 0xF0 && next < 0x90) ||
+        (length == 4 && byte > 0xF4) || (length == 4 && byte == 0xF4 && next >= 0x90))
+      return i;
+    i += length;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
 YAML::Node load_yaml(const std::string& yaml_text, const std::string& origin) {
+  if (const std::size_t at = invalid_utf8(yaml_text); at != std::string::npos) {
+    const auto line = 1 + std::count(yaml_text.begin(), yaml_text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    throw ConfigError(origin + " (line " + std::to_string(line) + ")",
+                      "byte " + std::to_string(at) + " is not UTF-8 (a binary file, or text in another encoding)",
+                      "save the file as UTF-8");
+  }
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);

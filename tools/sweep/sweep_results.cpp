@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -145,7 +147,21 @@ class Reader {
     }
     if (fields->size() != result_.table.columns.size())
       fail(line_no, fmt::format("{} values under {} columns", fields->size(), result_.table.columns.size()));
-    result_.table.rows.push_back(*fields);
+    add_row(*fields, line_no);
+  }
+
+  // Every row's point index is a whole number a sweep can have written (ranking, merging and
+  // --resume order rows by it).
+  void add_row(std::vector<std::string> row, int line_no) {
+    const int column = result_.table.column("index");
+    if (column >= 0) {
+      const std::string& text = row[static_cast<std::size_t>(column)];
+      long long index = -1;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
+      if (ec != std::errc() || end != text.data() + text.size() || index < 0 || index > INT_MAX)
+        fail(line_no, fmt::format("index {} is not a point's index (a whole number >= 0)", one_line(text).substr(0, 40)));
+    }
+    result_.table.rows.push_back(std::move(row));
   }
 
   void json_line(const std::string& line, int line_no) {
@@ -166,7 +182,7 @@ class Reader {
       }
     }
     check_columns(keys, line_no);
-    result_.table.rows.push_back(std::move(values));
+    add_row(std::move(values), line_no);
   }
 
   std::string path_;

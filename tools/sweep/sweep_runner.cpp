@@ -255,10 +255,15 @@ int open_output(const RunOptions& options, const std::vector<std::string>& colum
     ReadResults existing = read_results(options.out, columns);
     std::map<std::string, const std::vector<std::string>*> seen;
     for (const std::vector<std::string>& row : existing.table.rows) {
-      if (!by_id.count(row[0]))
+      const auto point = by_id.find(row[0]);
+      if (point == by_id.end())
         throw ConfigError("--out " + options.out, "it holds point " + row[0] + ", which is not a point of this sweep" +
                                                       (options.shards > 1 ? " shard" : ""),
                           "the sweep file (or --shard) changed since: write to a new --out file");
+      if (row[1] != std::to_string(point->second->index))
+        throw ConfigError("--out " + options.out, "it gives point " + row[0] + " index " + row[1] + ", this sweep " +
+                                                      std::to_string(point->second->index),
+                          "the file was edited or the sweep changed since: write to a new --out file");
       const auto [it, fresh] = seen.emplace(row[0], &row);
       if (!fresh && *it->second != row)
         throw ConfigError("--out " + options.out, "it holds two different rows for point " + row[0],

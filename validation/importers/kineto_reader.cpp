@@ -182,9 +182,12 @@ std::vector<int> parse_ranks(const json& value, int group_size) {
       number.clear();
     }
   }
-  if (group_size > 1 << 20) return ranks;
-  if (truncated && ranks.size() >= 2)
-    while (static_cast<int>(ranks.size()) < group_size) ranks.push_back(ranks.back() + ranks[1] - ranks[0]);
+  if (truncated && ranks.size() >= 2 && group_size <= 1 << 20)
+    while (static_cast<int>(ranks.size()) < group_size) {
+      const long long next = static_cast<long long>(ranks.back()) + ranks[1] - ranks[0];
+      if (next < 0 || next > 1 << 20) return {};   // the stride leaves every rank a group can have
+      ranks.push_back(static_cast<int>(next));
+    }
   return ranks;
 }
 
@@ -221,7 +224,7 @@ std::optional<NcclCall> nccl_call(const KinetoEvent& kernel) {
   NcclCall call;
   call.collective = args["Collective name"].get<std::string>();
   call.op = stepsim_op(call.collective);
-  call.group_size = static_cast<int>(number_or(args, "Group size", 0));
+  call.group_size = int_or(args, "Group size", 0);
   const std::string torch_dtype = text_or(args, "dtype");
   auto dtype = torch_dtypes().find(torch_dtype);
   call.dtype = dtype == torch_dtypes().end() ? torch_dtype : dtype->second.first;

@@ -219,7 +219,7 @@ void read_markdown_row(Scan& scan, const std::vector<std::string>& cells, int li
   } else if (col("gpus") >= 0 && col("busbw") >= 0) {  // stas00 T4/T5: one payload at 4..8 GPUs
     std::optional<double> size = prose_payload(scan.prose);
     std::optional<double> gpus = leading_number(cell(col("gpus")));
-    if (!size || !gpus) return;
+    if (!size || !gpus || *gpus > 1 << 20) return;
     for (const auto& [key, params] : {std::pair<std::string, std::vector<std::string>>{"busbw", {}},
                                       {"busbw, nvls off", {"nvls=off"}}}) {
       std::optional<double> v = leading_number(cell(col(key)));
