@@ -73,6 +73,10 @@ std::string YamlReader::where(const std::string& path, const YAML::Node& node) c
   for (std::string p = path;;) {
     auto it = overrides_.find(p);
     if (it != overrides_.end()) return origin_ + ": " + path + " (set by " + it->second + ")";
+    if (const std::size_t bracket = p.rfind('['); !p.empty() && p.back() == ']' && bracket != std::string::npos) {
+      p.resize(bracket);  // an item of an overridden list ("rows[0]")
+      continue;
+    }
     std::size_t dot = p.rfind('.');
     if (dot == std::string::npos) break;
     p.resize(dot);
@@ -85,6 +89,36 @@ std::string YamlReader::where(const std::string& path, const YAML::Node& node) c
 void YamlReader::fail(const std::string& path, const YAML::Node& node, const std::string& what,
                       const std::string& fix) const {
   throw ConfigError(where(path, node), what, fix);
+}
+
+void YamlReader::fail_at(const YAML::Node& root, const std::string& path, const std::string& what,
+                         const std::string& fix) const {
+  YAML::Node deepest = root;
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t dot = std::min(path.find('.', start), path.size());
+    const YAML::Node next = find_node(deepest, path.substr(start, dot - start));
+    if (!next) break;
+    deepest.reset(next);  // reset rebinds; operator= would overwrite the document's node
+    start = dot + 1;
+  }
+  fail(path, deepest, what, fix);
+}
+
+YAML::Node find_node(const YAML::Node& root, const std::string& path) {
+  // Absent is an undefined node (false in a condition); YAML::Node() is a defined null (true).
+  const YAML::Node absent(YAML::NodeType::Undefined);
+  YAML::Node node = root;
+  for (std::size_t start = 0; start <= path.size();) {
+    const std::size_t dot = std::min(path.find('.', start), path.size());
+    if (!node || !node.IsMap()) return absent;
+    // Through a const handle: a non-const operator[] would insert the key into the document.
+    const YAML::Node& map = node;
+    const YAML::Node child = map[path.substr(start, dot - start)];
+    if (!child) return absent;
+    node.reset(child);
+    start = dot + 1;
+  }
+  return node;
 }
 
 void YamlReader::check_keys(const YAML::Node& map, const std::string& path,

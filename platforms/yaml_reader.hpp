@@ -30,6 +30,10 @@ class YamlReader {
   std::string where(const std::string& path, const YAML::Node& node) const;
   [[noreturn]] void fail(const std::string& path, const YAML::Node& node, const std::string& what,
                          const std::string& fix) const;
+  /// @brief Fails at dotted `path` under `root`, with the line of the deepest part of the path
+  /// that is present (the key itself, or the section that lacks it).
+  [[noreturn]] void fail_at(const YAML::Node& root, const std::string& path, const std::string& what,
+                            const std::string& fix) const;
 
   void check_keys(const YAML::Node& map, const std::string& path, const std::vector<std::string>& allowed) const;
   YAML::Node require(const YAML::Node& map, const std::string& path, const std::string& key) const;
@@ -53,6 +57,11 @@ class YamlReader {
   std::string origin_;
   std::map<std::string, std::string> overrides_;  ///< key path -> flag text that set it
 };
+
+/// @brief The node at dotted `path` under `root` ("sharding.plan"), or an undefined node (false
+/// in a condition) where a step is absent or not a map. Never yaml-cpp's invalid node, which throws on its next access: a
+/// generator may ask for a key of a section the file does not have.
+YAML::Node find_node(const YAML::Node& root, const std::string& path);
 
 /// @brief Parses YAML text; a syntax error is a ConfigError naming `origin` and the line.
 YAML::Node load_yaml(const std::string& yaml_text, const std::string& origin);

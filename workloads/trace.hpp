@@ -76,6 +76,11 @@ struct Op {
 };
 
 /// @brief What one rank runs: ops in CPU issue order.
+/// The most ops one rank's program may hold: 2^23, about 25 s and 1.5 GB to build and replay.
+/// Generators check their own inputs against tighter limits first (transformer.hpp's
+/// kMaxLayerPasses); this bound holds for every generator and trace file.
+constexpr std::size_t kMaxProgramOps = std::size_t{1} << 23;
+
 struct Program {
   std::vector<std::string> streams;   ///< e.g. "compute", "allgather", "reduce_scatter"
   std::vector<std::string> events;

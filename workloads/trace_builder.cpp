@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "platforms/config_error.hpp"
+
 namespace stepsim::workloads {
 namespace {
 
@@ -42,7 +44,8 @@ std::string program_key(const Program& p) {
 
 }  // namespace
 
-TraceBuilder::TraceBuilder(std::string origin, int ranks) {
+TraceBuilder::TraceBuilder(std::string origin, int ranks, std::size_t max_program_ops)
+    : max_program_ops_(max_program_ops) {
   trace_.origin = std::move(origin);
   trace_.ranks = ranks;
   trace_.program_of_rank.assign(static_cast<std::size_t>(ranks), -1);
@@ -96,6 +99,17 @@ Trace TraceBuilder::finish() {
 }
 
 ProgramWriter::ProgramWriter(TraceBuilder& trace, Seconds cpu_op_gap) : trace_(trace), cpu_op_gap_(cpu_op_gap) {}
+
+void ProgramWriter::push(Op op) {
+  if (program_.ops.size() >= trace_.max_program_ops())
+    throw ConfigError(trace_.origin(),
+                      fmt::format("a rank's program passes {} ops, the limit that keeps a simulation within "
+                                  "seconds and a few GB",
+                                  trace_.max_program_ops()),
+                      "simulate fewer micro-batches (training.gradient_accumulation), layers or repetitions: an "
+                      "iteration's time grows linearly in them");
+  program_.ops.push_back(op);
+}
 
 int ProgramWriter::stream(const std::string& name) {
   auto& streams = program_.streams;

@@ -18,7 +18,8 @@ namespace stepsim::workloads {
 
 class TraceBuilder {
  public:
-  TraceBuilder(std::string origin, int ranks);
+  /// @brief A trace of `ranks` programs; a program past `max_program_ops` ops is a ConfigError.
+  TraceBuilder(std::string origin, int ranks, std::size_t max_program_ops = kMaxProgramOps);
 
   int name(const std::string& text);
   /// @brief The index of `spec` completed; `where` names it in a completion error.
@@ -34,6 +35,7 @@ class TraceBuilder {
   void note(std::string text) { trace_.notes.push_back(std::move(text)); }
 
   const std::string& origin() const { return trace_.origin; }
+  std::size_t max_program_ops() const { return max_program_ops_; }
   int ranks() const { return trace_.ranks; }
   LaunchModel& launch() { return trace_.launch; }
   Work& work() { return trace_.work; }
@@ -42,6 +44,7 @@ class TraceBuilder {
 
  private:
   Trace trace_;
+  std::size_t max_program_ops_;
   std::map<std::string, int> names_;
   std::map<std::string, int> kernel_by_written_;
   std::map<std::string, int> kernel_by_completed_;
@@ -85,7 +88,7 @@ class ProgramWriter {
 
  private:
   void gap();
-  void push(Op op) { program_.ops.push_back(op); }
+  void push(Op op);
 
   TraceBuilder& trace_;
   Seconds cpu_op_gap_;

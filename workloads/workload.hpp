@@ -26,6 +26,8 @@ namespace stepsim::workloads {
 struct JobContext {
   const platforms::Platform& platform;
   const platforms::Allocation& allocation;
+  /// Ops one rank's program may hold (kMaxProgramOps); tests and fuzzing lower it.
+  std::size_t max_program_ops = kMaxProgramOps;
   int ranks() const { return allocation.ranks(); }
   int node_of(int rank) const { return platform.node_of_gpu(allocation.gpus.at(rank)); }
 };

@@ -17,6 +17,10 @@ namespace {
 
 using json = nlohmann::json;
 
+/// The most ranks a process group may have (2^20): more than any machine holds GPUs, and rank
+/// arithmetic stays far from int's range.
+constexpr int kMaxGroupSize = 1 << 20;
+
 /// The file's bytes; gzread passes uncompressed files through unchanged.
 std::string read_maybe_gzip(const std::string& path) {
   std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
@@ -107,7 +111,7 @@ std::int64_t id_of(const json& value) {
 std::vector<int> rank_list(const json& list) {
   std::vector<int> ranks;
   for (const json& item : list) {
-    if (!item.is_number_integer() || item.get<std::int64_t>() < 0 || item.get<std::int64_t>() > (1 << 20)) return {};
+    if (!item.is_number_integer() || item.get<std::int64_t>() < 0 || item.get<std::int64_t>() > kMaxGroupSize) return {};
     ranks.push_back(item.get<int>());
   }
   return ranks;
@@ -182,10 +186,10 @@ std::vector<int> parse_ranks(const json& value, int group_size) {
       number.clear();
     }
   }
-  if (truncated && ranks.size() >= 2 && group_size <= 1 << 20)
+  if (truncated && ranks.size() >= 2 && group_size <= kMaxGroupSize)
     while (static_cast<int>(ranks.size()) < group_size) {
       const long long next = static_cast<long long>(ranks.back()) + ranks[1] - ranks[0];
-      if (next < 0 || next > 1 << 20) return {};   // the stride leaves every rank a group can have
+      if (next < 0 || next > kMaxGroupSize) return {};   // the stride leaves every rank a group can have
       ranks.push_back(static_cast<int>(next));
     }
   return ranks;
@@ -260,8 +264,9 @@ double required_number(const json& event, const char* key, const std::string& or
   return it->get<double>();
 }
 
-// NCCL kernels' element counts (torch's collective metadata): whole numbers >= 0.
-void check_message_sizes(const json& args, const std::string& origin, const KinetoEvent& event) {
+// NCCL kernels' collective metadata (torch's): element counts are whole numbers >= 0, a group
+// size a whole number of ranks.
+void check_collective_args(const json& args, const std::string& origin, const KinetoEvent& event) {
   if (!args.is_object()) return;
   for (const char* key : {"In msg nelems", "Out msg nelems"}) {
     auto it = args.find(key);
@@ -270,6 +275,15 @@ void check_message_sizes(const json& args, const std::string& origin, const Kine
       throw ConfigError(origin, "event '" + event.name + "' at ts " + format_us(event.ts) + " has `" + key + "` " +
                                     it->dump() + ", not an element count",
                         "pass the trace as the profiler wrote it (counts are whole numbers >= 0)");
+  }
+  if (auto it = args.find("Group size"); it != args.end()) {
+    const bool rank_count = it->is_number() && it->get<double>() >= 1 && it->get<double>() <= kMaxGroupSize &&
+                            it->get<double>() == std::floor(it->get<double>());
+    if (!rank_count)
+      throw ConfigError(origin, "event '" + event.name + "' at ts " + format_us(event.ts) + " has `Group size` " +
+                                    it->dump() + ", not a rank count",
+                                        "pass the trace as the profiler wrote it (a whole number of ranks, 1 to " +
+                            std::to_string(kMaxGroupSize) + ")");
   }
 }
 
@@ -319,7 +333,7 @@ KinetoProfile parse_kineto(const std::string& json_text, const std::string& orig
     if (auto args = e.find("args"); args != e.end() && args->is_object()) {
       if (args->contains("correlation")) event.correlation = id_of((*args)["correlation"]);
       if (event.cat == "kernel" || event.cat == "gpu_memcpy" || event.cat == "gpu_memset") event.args = std::move(*args);
-      check_message_sizes(event.args, origin, event);
+      check_collective_args(event.args, origin, event);
     }
     if (event.cat == "kernel" || event.cat == "gpu_memcpy" || event.cat == "gpu_memset") {
       if (device < 0) device = event.pid;

@@ -53,7 +53,7 @@ class DdpEmitter {
  public:
   DdpEmitter(const ModelConfig& model, const TrainingConfig& training, const DdpConfig& ddp, const JobContext& job,
              const std::string& origin)
-      : m_(model), t_(training), c_(ddp), gpu_(job.platform.gpu()), b_(origin, job.ranks(), training.cpu_op_gap) {
+      : m_(model), t_(training), c_(ddp), gpu_(job.platform.gpu()), b_(origin, job.ranks(), training.cpu_op_gap, job.max_program_ops) {
     ProcessGroup world{"data_parallel", {{}}, std::vector<int>(static_cast<std::size_t>(job.ranks()), 0)};
     for (int r = 0; r < job.ranks(); ++r) world.subgroups[0].push_back(r);
     group_ = b_.group(std::move(world));
@@ -209,13 +209,14 @@ class DdpGenerator : public Generator {
     const ModelConfig model = read_model(doc, reader);
     const TrainingConfig training = read_training(doc, reader);
     check_dtypes(training, job.platform.gpu(), doc, reader);
+    check_layer_passes(doc, reader, 1, model, training);
     if (training.float8 != Float8::none)
-      reader.fail("training.float8", doc["training"]["float8"], "Float8 linears are modelled with FSDP (torchtitan) only",
-                  "use kind: fsdp for Float8 training, or set training.float8: none");
+      reader.fail_at(doc, "training.float8", "Float8 linears are modelled with FSDP (torchtitan) only",
+                     "use kind: fsdp for Float8 training, or set training.float8: none");
     if (training.reduce_dtype != models::Dtype::fp32)
-      reader.fail("training.reduce_dtype", doc["training"]["reduce_dtype"],
-                  "DDP all-reduces gradients in the fp32 parameters' dtype",
-                  "drop reduce_dtype or write reduce_dtype: fp32 (compression hooks are not modelled)");
+      reader.fail_at(doc, "training.reduce_dtype",
+                     "DDP all-reduces gradients in the fp32 parameters' dtype",
+                     "drop reduce_dtype or write reduce_dtype: fp32 (compression hooks are not modelled)");
     const DdpConfig ddp = read_ddp(doc, reader);
     return DdpEmitter(model, training, ddp, job, reader.origin()).emit();
   }

@@ -33,6 +33,7 @@ namespace {
 
 using models::Dtype;
 using models::KernelSpec;
+using platforms::find_node;
 using platforms::YamlReader;
 using namespace dlrm;
 
@@ -81,7 +82,7 @@ class DlrmBuilder {
  public:
   DlrmBuilder(const DlrmConfig& config, const JobContext& job, const std::string& origin, const YamlReader& reader,
               const YAML::Node& doc)
-      : c_(config), job_(job), n_(job.ranks()), reader_(reader), doc_(doc), trace_(origin, job.ranks()) {}
+      : c_(config), job_(job), n_(job.ranks()), reader_(reader), doc_(doc), trace_(origin, job.ranks(), job.max_program_ops) {}
 
   Trace build() {
     check_batch();
@@ -149,7 +150,7 @@ class DlrmBuilder {
 
  private:
   void check_batch() {
-    const YAML::Node node = doc_["training"]["global_batch"];
+    const YAML::Node node = find_node(doc_, "training.global_batch");
     if (c_.global_batch % n_ != 0) {
       const int below = c_.global_batch / n_ * n_;
       reader_.fail("training.global_batch", node,
@@ -1265,7 +1266,7 @@ class DlrmBuilder {
       plan += ", each kind looked up and exchanged on its own";
     }
     if (kind == ShardingKind::table_wise) plan += " by planner " + plan_.planner;
-    else if (doc_["sharding"] && doc_["sharding"]["planner"]) plan += " (sharding.planner unused: no whole tables)";
+    else if (find_node(doc_, "sharding.planner")) plan += " (sharding.planner unused: no whole tables)";
     if (c_.plan == "auto") plan += " (plan: auto picked it: " +
                                    std::string(kind == ShardingKind::table_wise ? "whole tables fit"
                                                                                : "whole tables do not fit") +
@@ -1470,9 +1471,9 @@ class DlrmGenerator : public Generator {
     const DlrmConfig config = read_dlrm_config(doc, reader);
     // A dtype the GPU has no tensor cores for is refused, not priced at a fallback rate.
     if (const std::string why = models::unsupported_dtype(job.platform.gpu(), config.dtype); !why.empty())
-      reader.fail("training.dtype", doc["training"]["dtype"] ? doc["training"]["dtype"] : doc["training"],
-                  fmt::format("{} math needs what the GPU lacks: {}", models::to_string(config.dtype), why),
-                  "set training.dtype: fp16 (AMP) or fp32 on this GPU");
+      reader.fail_at(doc, "training.dtype",
+                     fmt::format("{} math needs what the GPU lacks: {}", models::to_string(config.dtype), why),
+                     "set training.dtype: fp16 (AMP) or fp32 on this GPU");
     return DlrmBuilder(config, job, reader.origin(), reader, doc).build();
   }
 };

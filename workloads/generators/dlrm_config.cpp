@@ -7,12 +7,15 @@
 #include <numeric>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "platforms/config_error.hpp"
 
 namespace stepsim::workloads {
 namespace {
 
 using models::Dtype;
+using platforms::find_node;
 using platforms::YamlReader;
 
 /// `prefix` followed by `i`; built by appending, since GCC 12 warns (-Wrestrict, a false
@@ -114,7 +117,7 @@ class ConfigReader {
     read_training(r_.require(doc_, "", "training"));
     if (doc_["sharding"]) read_sharding(doc_["sharding"]);
     check_framework_choices();
-    const YAML::Node kernel = doc_["model"]["embedding_kernel"];
+    const YAML::Node kernel = find_node(doc_, "model.embedding_kernel");
     if (c_.torch_embedding_bag && !c_.sparse_embedding_gradient)
       r_.fail("model.embedding_kernel", kernel,
               "embedding_kernel: torch trains nn.EmbeddingBag(sparse=True), whose gradient is sparse",
@@ -124,15 +127,17 @@ class ConfigReader {
               "use embedding_kernel: fused, or another sharding.plan");
     // TorchRec's per-table plans run FBGEMM's fused kernels; PyTorch's own and DLE's sparse
     // gradients are modelled for one sharding type of sharded tables.
+    // Without sharding.plan, framework: torchrec chose TorchRec's planner.
+    const YAML::Node plan = find_node(doc_, "sharding.plan");
     if ((c_.plan == "per_table" || c_.plan == "torchrec") && !fused_kernels())
-      fail_unfused("sharding.plan", doc_["sharding"]["plan"],
-                            std::string("a per-table plan") +
-                                (c_.plan == "torchrec" ? " (TorchRec's planner)" : " of several sharding types") +
-                                " is modelled with FBGEMM's fused kernels",
-                            "one sharding type for every table");
+      fail_unfused(plan ? "sharding.plan" : "framework", plan ? plan : doc_["framework"],
+                   std::string("a per-table plan") +
+                       (c_.plan == "torchrec" ? " (TorchRec's planner)" : " of several sharding types") +
+                       " is modelled with FBGEMM's fused kernels",
+                   "one sharding type for every table");
     check_sequence_tables();
     if (c_.torchrec_library && !fused_kernels()) {
-      const YAML::Node library = doc_["sharding"] ? doc_["sharding"]["library"] : YAML::Node();
+      const YAML::Node library = find_node(doc_, "sharding.library");
       fail_unfused(library ? "sharding.library" : "framework", library ? library : doc_["framework"],
                             "TorchRec's sharded modules run FBGEMM's fused TBE", "sharding.library: none");
     }
@@ -157,7 +162,7 @@ class ConfigReader {
   void check_sequence_tables() const {
     const auto sequence = std::find_if(c_.tables.begin(), c_.tables.end(), [](const TableEntry& e) { return e.table.sequence; });
     if (sequence == c_.tables.end()) return;
-    const YAML::Node tables = doc_["model"]["tables"];
+    const YAML::Node tables = find_node(doc_, "model.tables");
     const std::string which = "sequence table '" + sequence->table.name + "'";
     if (!fused_kernels())
       fail_unfused("model.tables", tables, which + " is TorchRec's EmbeddingCollection, modelled on FBGEMM's fused kernels",
@@ -167,9 +172,9 @@ class ConfigReader {
               "set sharding.bottom_mlp: data_parallel (or framework: torchrec), or drop sequence");
     for (std::size_t t = 0; t < c_.table_plan.size(); ++t)
       if (c_.tables[t].table.sequence && c_.table_plan[t].kind == ShardingKind::table_row_wise)
-        r_.fail("sharding.plan", doc_["sharding"]["plan"],
-                "table " + std::to_string(t) + " is a sequence table, which TorchRec does not shard table_row_wise",
-                "give it table_wise, row_wise, column_wise or data_parallel");
+        r_.fail_at(doc_, "sharding.plan",
+                   "table " + std::to_string(t) + " is a sequence table, which TorchRec does not shard table_row_wise",
+                   "give it table_wise, row_wise, column_wise or data_parallel");
   }
 
  private:
@@ -203,7 +208,7 @@ class ConfigReader {
   /// Choices that need one another, whichever of the framework or the document made them.
   void check_framework_choices() const {
     const YAML::Node framework = doc_["framework"];
-    const YAML::Node bottom = doc_["sharding"] ? doc_["sharding"]["bottom_mlp"] : YAML::Node();
+    const YAML::Node bottom = find_node(doc_, "sharding.bottom_mlp");
     if (c_.bottom_on_rank0 && c_.plan != "table_wise" && c_.plan != "column_wise") {
       const std::string lacking = ", whose output joins the one embedding all-to-all, which plan " + c_.plan +
                                   " does not have" + (c_.plan == "per_table" ? " (one exchange per sharding type)" : "");
@@ -214,7 +219,7 @@ class ConfigReader {
               "set sharding.bottom_mlp: data_parallel, or sharding.plan: table_wise or column_wise");
     }
     if (c_.pipelined && !c_.input_all_to_all) {
-      const YAML::Node pipeline = doc_["training"]["pipeline"];
+      const YAML::Node pipeline = find_node(doc_, "training.pipeline");
       r_.fail(pipeline ? "training.pipeline" : "framework", pipeline ? pipeline : framework,
               "TorchRec's sparse-dist pipeline overlaps the KJT input all-to-alls, which input_distribution: loader "
               "does not have",
@@ -236,6 +241,9 @@ class ConfigReader {
     const double rows = r_.get_number(node, path);
     if (rows < 1 || rows != std::floor(rows))
       r_.fail(path, node, "rows must be a whole number >= 1, got " + node.Scalar(), "write the table's hash size, e.g. 40000000");
+    if (rows > kMaxTableRows)
+      r_.fail(path, node, fmt::format("{} rows is past the limit of {:.0e} rows per table", node.Scalar(), kMaxTableRows),
+              "write the table's hash size, e.g. 40000000");
     return rows;
   }
 

@@ -44,6 +44,9 @@ struct TableEntry {
 /// The most embedding tables a DLRM workload may list (count included): production models hold
 /// hundreds to ~1,000; each table adds ops and a planner dimension.
 constexpr int kMaxTables = 10000;
+/// The most rows one table may have: 1e12, a thousand times the billion-row tables of the
+/// largest published recommenders, so byte and GPU counts stay exact in doubles and int64.
+constexpr double kMaxTableRows = 1e12;
 
 struct DlrmConfig {
   int dense_features = 0;

@@ -28,6 +28,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "platforms/config_error.hpp"
 #include "platforms/yaml_reader.hpp"
 
@@ -78,7 +80,7 @@ std::string overflow_fix(const ShardingRequest& request) {
   if (request.ranks > 1 && request.kind != ShardingKind::row_wise)
     fix = "shard with sharding.plan: row_wise (or column_wise), which spreads every table over all GPUs; or ";
   if (need > request.ranks)
-    fix += "use at least " + std::to_string(static_cast<long long>(need)) + " GPUs (" +
+    fix += fmt::format("use at least {:.0f} GPUs (", need) +
            gb(total_bytes(request.tables)) + " of tables in all); or ";
   return fix + "store tables in fp16 (training.embedding_dtype: fp16), lower sharding.memory_reserve, "
                "or pick a GPU with more memory";

@@ -37,6 +37,7 @@ namespace {
 
 using namespace transformer;
 using models::CollectiveOp;
+using platforms::find_node;
 using platforms::YamlReader;
 
 enum class Strategy { full_shard, shard_grad_op, hybrid_shard, no_shard };
@@ -209,10 +210,10 @@ std::vector<std::vector<int>> ranks_by_node(const JobContext& job, const YamlRea
   std::vector<std::vector<int>> out;
   for (auto& [node, ranks] : by_node) {
     if (!out.empty() && ranks.size() != out.front().size())
-      reader.fail("fsdp.strategy", doc["fsdp"]["strategy"],
-                  fmt::format("HYBRID_SHARD shards within a node, but node {} holds {} ranks and node {} holds {}",
+      reader.fail_at(doc, "fsdp.strategy",
+                     fmt::format("HYBRID_SHARD shards within a node, but node {} holds {} ranks and node {} holds {}",
                               by_node.begin()->first, out.front().size(), node, ranks.size()),
-                  "allocate the same number of GPUs on every node (--gpus), or use FULL_SHARD");
+                     "allocate the same number of GPUs on every node (--gpus), or use FULL_SHARD");
     out.push_back(ranks);
   }
   return out;
@@ -229,25 +230,26 @@ class FsdpEmitter : public TransformerEmitter {
     par_ = read_parallelism(doc, reader, job.ranks());   // without the section: every rank in dp_shard
     if (doc["parallelism"]) {
       check_modelled(par_, reader, doc["parallelism"]);
-      tp_ = read_tensor_parallel(doc, reader, par_.tp, m_, doc["parallelism"]["tp"]);
+      tp_ = read_tensor_parallel(doc, reader, par_.tp, m_, find_node(doc, "parallelism.tp"));
       if (tp_.async && !t_.compile)   // torchtitan: "Async TP requires --training.compile"
-        reader.fail("tensor_parallel.async", doc["tensor_parallel"]["async"],
-                    "torchtitan runs async TP as a torch.compile pass (micro_pipeline_tp)",
-                    "set training.compile: true with tensor_parallel.async");
+        reader.fail_at(doc, "tensor_parallel.async",
+                       "torchtitan runs async TP as a torch.compile pass (micro_pipeline_tp)",
+                       "set training.compile: true with tensor_parallel.async");
       pipe_ = read_pipeline(doc, reader, par_.pp, m_, t_);
       if (par_.pp > 1 && !c_.wrap_layers)
-        reader.fail("fsdp.wrap", doc["fsdp"]["wrap"], "pipeline stages shard each of their blocks (torchtitan)",
-                    "use fsdp.wrap: layer with parallelism.pp");
+        reader.fail_at(doc, "fsdp.wrap", "pipeline stages shard each of their blocks (torchtitan)",
+                       "use fsdp.wrap: layer with parallelism.pp");
       make_mesh_groups(par_, reader, doc);
     } else {
       tp_ = read_tensor_parallel(doc, reader, 1, m_, YAML::Node());
       pipe_ = read_pipeline(doc, reader, 1, m_, t_);
       make_groups(job, reader, doc);
     }
+    check_layer_passes(doc, reader, par_.pp, m_, t_);
     cp_ = read_context_parallel(doc, reader, par_.cp, t_);
     if (m_.moe.enabled() && t_.compile)
-      reader.fail("training.compile", doc["training"]["compile"], "torch.compile of MoE blocks is not modelled yet",
-                  "set training.compile: false for a model with model.moe");
+      reader.fail_at(doc, "training.compile", "torch.compile of MoE blocks is not modelled yet",
+                     "set training.compile: false for a model with model.moe");
     if (m_.moe.enabled()) {
       if (!c_.wrap_layers || c_.strategy == Strategy::no_shard)
         reader.fail("fsdp", doc["fsdp"], "MoE blocks shard their experts as units of their own (torchtitan)",
@@ -341,11 +343,11 @@ class FsdpEmitter : public TransformerEmitter {
   void make_mesh_groups(const Parallelism& par, const YamlReader& reader, const YAML::Node& doc) {
     const DeviceMesh mesh = dense_mesh(par);
     if (par.dp_replicate > 1 && (c_.strategy == Strategy::full_shard || c_.strategy == Strategy::shard_grad_op))
-      reader.fail("parallelism.dp_replicate", doc["parallelism"]["dp_replicate"],
-                  fmt::format("{} shards over every data-parallel rank, but dp_replicate is {}", to_string(c_.strategy),
+      reader.fail_at(doc, "parallelism.dp_replicate",
+                     fmt::format("{} shards over every data-parallel rank, but dp_replicate is {}", to_string(c_.strategy),
                               par.dp_replicate),
-                  "use fsdp.strategy: HYBRID_SHARD (shard within dp_shard, replicate over dp_replicate), or fold "
-                  "dp_replicate into dp_shard");
+                     "use fsdp.strategy: HYBRID_SHARD (shard within dp_shard, replicate over dp_replicate), or fold "
+                     "dp_replicate into dp_shard");
     if (c_.strategy == Strategy::no_shard) {
       shard_group_ = b_.group(mesh.group("fsdp", {"dp_replicate", "dp_shard", "cp"}));
       replicate_size_ = par.dp_replicate * par.dp_shard * par.cp;

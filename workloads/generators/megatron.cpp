@@ -78,6 +78,7 @@ class MegatronEmitter : public TransformerEmitter {
     check_modelled(reader, doc);
     tp_ = read_tensor_parallel(doc, reader, par_.tp, m_, section ? section["tp"] : YAML::Node());
     tp_.vocab_multiple = c_.vocab_divisible_by;
+    check_layer_passes(doc, reader, par_.pp, m_, t_);
     pipe_ = par_.pp > 1 ? read_pipeline(doc, reader, par_.pp, m_, t_) : PipelineConfig{};
     pipe_.runtime = PipelineRuntime::megatron;
     check_pipeline(reader, doc);
@@ -124,12 +125,12 @@ class MegatronEmitter : public TransformerEmitter {
       reader.fail(std::string("parallelism.") + key, section[key], why, fix);
     };
     if (m_.moe.enabled())
-      reader.fail("model.moe", doc["model"]["moe"], "Megatron-LM's MoE layers (token dispatchers) are not modelled yet",
-                  "use framework: torchtitan for a model with model.moe");
+      reader.fail_at(doc, "model.moe", "Megatron-LM's MoE layers (token dispatchers) are not modelled yet",
+                     "use framework: torchtitan for a model with model.moe");
     if (t_.compile)
-      reader.fail("training.compile", doc["training"]["compile"],
-                  "framework: megatron runs Transformer Engine's fused kernels, not torch.compile",
-                  "drop training.compile (and training.float8: Transformer Engine's FP8 is not modelled yet)");
+      reader.fail_at(doc, "training.compile",
+                     "framework: megatron runs Transformer Engine's fused kernels, not torch.compile",
+                     "drop training.compile (and training.float8: Transformer Engine's FP8 is not modelled yet)");
     if (doc["context_parallel"])
       reader.fail("context_parallel", doc["context_parallel"],
                   "Megatron-LM passes keys and values rank to rank (Transformer Engine's p2p ring): the section "
@@ -144,15 +145,15 @@ class MegatronEmitter : public TransformerEmitter {
 
   void check_pipeline(const YamlReader& reader, const YAML::Node& doc) const {
     if (pipe_.schedule == PipelineSchedule::gpipe || pipe_.schedule == PipelineSchedule::looped_bfs)
-      reader.fail("pipeline.schedule", doc["pipeline"]["schedule"],
-                  fmt::format("Megatron-LM has no {} schedule", to_string(pipe_.schedule)),
-                  "use 1F1B or Interleaved1F1B with framework: megatron");
+      reader.fail_at(doc, "pipeline.schedule",
+                     fmt::format("Megatron-LM has no {} schedule", to_string(pipe_.schedule)),
+                     "use 1F1B or Interleaved1F1B with framework: megatron");
     const int chunks = par_.pp * pipe_.virtual_stages;
     if (m_.layers % chunks != 0)
-      reader.fail("parallelism.pp", doc["parallelism"]["pp"],
-                  fmt::format("Megatron-LM splits the {} layers evenly over pp x virtual_stages = {} chunks", m_.layers,
+      reader.fail_at(doc, "parallelism.pp",
+                     fmt::format("Megatron-LM splits the {} layers evenly over pp x virtual_stages = {} chunks", m_.layers,
                               chunks),
-                  "choose pp and pipeline.virtual_stages whose product divides model.layers");
+                     "choose pp and pipeline.virtual_stages whose product divides model.layers");
   }
 
   // The stage's buckets, chunk by chunk, and fresh per-program state.

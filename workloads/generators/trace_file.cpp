@@ -69,7 +69,7 @@ struct Entry {
 class TraceParser {
  public:
   TraceParser(const YAML::Node& doc, const YamlReader& reader, const JobContext& job, const OpSource& ops)
-      : doc_(doc), reader_(reader), job_(job), ops_(ops), params_(doc["params"]), trace_(reader.origin(), job.ranks()) {}
+      : doc_(doc), reader_(reader), job_(job), ops_(ops), params_(doc["params"]), trace_(reader.origin(), job.ranks(), job.max_program_ops) {}
 
   Trace parse() {
     reader_.check_keys(doc_, "", kTopKeys);

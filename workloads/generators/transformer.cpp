@@ -13,6 +13,7 @@
 
 namespace stepsim::workloads::transformer {
 
+using platforms::find_node;
 using platforms::YamlReader;
 
 namespace {
@@ -146,7 +147,7 @@ void check_dtypes(const TrainingConfig& t, const platforms::GpuModel& gpu, const
 
 void check_context_split(const YAML::Node& doc, const YamlReader& reader, int cp, const TrainingConfig& t) {
   if (cp == 1 || t.sequence % (2 * cp) == 0) return;
-  const YAML::Node sequence = doc["training"]["sequence"];
+  const YAML::Node sequence = find_node(doc, "training.sequence");
   reader.fail("training.sequence", sequence ? sequence : doc["training"],
               fmt::format("context parallelism over {} ranks cuts each sequence into {} equal chunks (one from each "
                           "end per rank), but {} tokens do not divide by {}",
@@ -218,6 +219,19 @@ std::vector<int> chunk_first_layers(int layers, int chunks) {
   return first;
 }
 
+void check_layer_passes(const YAML::Node& doc, const YamlReader& reader, int pp, const ModelConfig& m,
+                        const TrainingConfig& t) {
+  const long long layers_per_stage = (m.layers + pp - 1) / pp;
+  const long long passes = layers_per_stage * t.gradient_accumulation;
+  if (passes > kMaxLayerPasses)
+    reader.fail_at(doc, "training.gradient_accumulation",
+                   fmt::format("{} micro-batches of {} layers per rank are {} layer passes, past the limit of {}",
+                               t.gradient_accumulation, layers_per_stage, passes, kMaxLayerPasses),
+                   fmt::format("simulate at most {} micro-batches (an iteration's time grows linearly in them once "
+                               "the pipeline is full), or split the layers over more pipeline stages",
+                               std::max<long long>(1, kMaxLayerPasses / layers_per_stage)));
+}
+
 PipelineConfig read_pipeline(const YAML::Node& doc, const YamlReader& reader, int pp, const ModelConfig& m,
                              const TrainingConfig& t) {
   PipelineConfig out;
@@ -244,9 +258,17 @@ PipelineConfig read_pipeline(const YAML::Node& doc, const YamlReader& reader, in
                     "use schedule: Interleaved1F1B or LoopedBFS for virtual stages, or drop virtual_stages");
     }
   }
+  if (pp == 1) {
+    // torchtitan applies no pipeline to a single stage: the schedule has nothing to order.
+    if (virtual_given && out.virtual_stages > 1)
+      reader.fail("pipeline.virtual_stages", section["virtual_stages"],
+                  "virtual stages split a pipeline stage, but parallelism.pp is 1 (no pipeline)",
+                  "set parallelism.pp > 1, or drop pipeline.virtual_stages");
+    out.virtual_stages = 1;
+    return out;
+  }
   // torchtitan: two chunks per rank by default for multi-stage schedules.
   if (!virtual_given && multi_stage(out.schedule)) out.virtual_stages = 2;
-  if (pp == 1) return out;
   const YAML::Node at = section ? section : doc["parallelism"];
   const std::string where = section ? "pipeline" : "parallelism";
   if (out.schedule == PipelineSchedule::interleaved_1f1b && t.gradient_accumulation % pp != 0)
@@ -979,8 +1001,8 @@ Kernels optimizer_kernels(const TrainingConfig& t, double params) {
   return {{"optimizer.adamw", models::multi_tensor(elementwise(models::Dtype::fp32, params, 16, 12, 16))}};
 }
 
-ProgramBuilder::ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap)
-    : trace_(std::move(origin), ranks), cpu_op_gap_(cpu_op_gap),
+ProgramBuilder::ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap, std::size_t max_program_ops)
+    : trace_(std::move(origin), ranks, max_program_ops), cpu_op_gap_(cpu_op_gap),
       writer_(std::make_unique<ProgramWriter>(trace_, cpu_op_gap)) {}
 
 void ProgramBuilder::next_program(const std::vector<int>& ranks) {

@@ -54,6 +54,9 @@ constexpr int kMaxLayers = 4096;
 constexpr int kMaxGradientAccumulation = 1024;
 constexpr int kMaxExperts = 4096;
 constexpr int kMaxModelWidth = 1 << 24;  ///< hidden, heads, FFN width, vocabulary
+/// The most layer passes one rank may run per iteration (its pipeline stage's layers times the
+/// micro-batches): 128 layers x 128 micro-batches, ~300 ops each, so 5M ops and ~15 s to replay.
+constexpr int kMaxLayerPasses = 1 << 14;
 
 /// @brief The `model:` section: a pre-norm decoder-only transformer.
 struct ModelConfig {
@@ -169,6 +172,11 @@ struct PipelineConfig {
   int virtual_stages = 1;
   PipelineRuntime runtime = PipelineRuntime::torch;   ///< Megatron-LM's emitter sets its own
 };
+
+/// @brief Fails when a rank of a `pp`-stage pipeline would run more than kMaxLayerPasses layer
+/// passes (model.layers / pp x training.gradient_accumulation): checked before any op is built.
+void check_layer_passes(const YAML::Node& doc, const platforms::YamlReader& reader, int pp,
+                        const ModelConfig& model, const TrainingConfig& training);
 
 /// @brief Reads `pipeline:` for `pp` stages: an unknown schedule, virtual stages on a
 /// single-stage schedule, interleaved 1F1B with micro-batches (training.gradient_accumulation)
@@ -297,7 +305,7 @@ Kernels optimizer_kernels(const TrainingConfig& training, double params);
 /// (workloads/trace_builder.hpp).
 class ProgramBuilder {
  public:
-  ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap);
+  ProgramBuilder(std::string origin, int ranks, Seconds cpu_op_gap, std::size_t max_program_ops);
 
   int stream(const std::string& name) { return writer_->stream(name); }
   int event(const std::string& name) { return writer_->event(name); }

@@ -8,7 +8,7 @@ using models::CollectiveOp;
 
 TransformerEmitter::TransformerEmitter(const ModelConfig& model, const TrainingConfig& training, const JobContext& job,
                                        const platforms::YamlReader& reader)
-    : m_(model), t_(training), gpu_(job.platform.gpu()), b_(reader.origin(), job.ranks(), training.cpu_op_gap),
+    : m_(model), t_(training), gpu_(job.platform.gpu()), b_(reader.origin(), job.ranks(), training.cpu_op_gap, job.max_program_ops),
       a_(models::bytes_of(training.param_dtype)), r_(models::bytes_of(training.reduce_dtype)) {}
 
 void TransformerEmitter::make_model_parallel_groups(const DeviceMesh& mesh) {

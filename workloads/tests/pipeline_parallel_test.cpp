@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "platforms/yaml_reader.hpp"
+#include "workloads/generators/transformer.hpp"
 #include "workloads/tests/parallel_layouts.hpp"
 
 namespace stepsim::workloads {
@@ -147,6 +149,37 @@ TEST_F(PipelineTest, BadPipelinesNameTheKeyAndTheFix) {
             std::string::npos);
   EXPECT_NE(error({"pipeline.schedule=ZeroBubble"}).find("pipeline.schedule"), std::string::npos);
   EXPECT_NE(error({"parallelism.pp=2", "fsdp.wrap=model"}).find("use fsdp.wrap: layer"), std::string::npos);
+  EXPECT_NE(error({"pipeline.schedule=Interleaved1F1B", "pipeline.virtual_stages=2"}).find("parallelism.pp is 1"),
+            std::string::npos);
+}
+
+TEST_F(PipelineTest, AScheduleWithoutPipelineParallelismIsPlainTraining) {
+  const Trace plain = load({});
+  for (const char* schedule : {"GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS"}) {
+    const Trace scheduled = load({std::string("pipeline.schedule=") + schedule});
+    EXPECT_EQ(scheduled.program(0).ops.size(), plain.program(0).ops.size()) << schedule;
+    EXPECT_EQ(gemm_flops(scheduled, 0), gemm_flops(plain, 0)) << schedule;
+  }
+}
+
+TEST_F(PipelineTest, LayerPassesPerRankAreLimitedAfterThePipelineSplit) {
+  // llama3-8b's 32 layers: 16,384 / 32 = 512 micro-batches on one stage.
+  EXPECT_NE(error({"training.gradient_accumulation=513"}).find("16416 layer passes, past the limit of 16384"),
+            std::string::npos);
+  EXPECT_NE(error({"training.gradient_accumulation=513"}).find("at most 512 micro-batches"), std::string::npos);
+  // Counted per stage: 32 layers on two stages (16 each) take 1,024; 33 layers on two take 17.
+  const YAML::Node doc = platforms::load_yaml("training: {gradient_accumulation: 1024}\n", "w.yaml");
+  const platforms::YamlReader reader("w.yaml");
+  transformer::ModelConfig model;
+  transformer::TrainingConfig training;
+  training.gradient_accumulation = 1024;
+  model.layers = 32;
+  EXPECT_NO_THROW(transformer::check_layer_passes(doc, reader, 2, model, training));
+  EXPECT_THROW(transformer::check_layer_passes(doc, reader, 1, model, training), ConfigError);
+  model.layers = 33;
+  EXPECT_THROW(transformer::check_layer_passes(doc, reader, 2, model, training), ConfigError);
+  training.gradient_accumulation = 963;   // 17 x 963 = 16,371
+  EXPECT_NO_THROW(transformer::check_layer_passes(doc, reader, 2, model, training));
 }
 
 }  // namespace

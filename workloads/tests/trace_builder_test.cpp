@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
 
 #include "platforms/config_error.hpp"
 #include "workloads/trace_builder.hpp"
@@ -142,6 +143,24 @@ TEST(TraceBuilder, ARankWithoutAProgramIsAGeneratorBug) {
   TraceBuilder b("gen", 3);
   b.assign({0, 1}, {});
   EXPECT_THROW(b.finish(), std::logic_error);
+}
+
+TEST(TraceBuilder, AProgramStopsAtItsOpLimitNamingTheOrigin) {
+  TraceBuilder b("w.yaml", 1, 3);
+  ProgramWriter w(b, 0);   // no CPU gap: one op per call
+  const int compute = w.stream("compute");
+  w.timed_kernel(compute, "a", 1e-6);
+  w.timed_kernel(compute, "b", 1e-6);
+  w.timed_kernel(compute, "c", 1e-6);
+  EXPECT_EQ(w.program().ops.size(), 3u);
+  try {
+    w.timed_kernel(compute, "d", 1e-6);
+    FAIL() << "a fourth op passed a limit of 3";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("w.yaml: a rank's program passes 3 ops"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fix: "), std::string::npos);
+  }
+  EXPECT_EQ(w.program().ops.size(), 3u);
 }
 
 }  // namespace
