@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -169,6 +168,13 @@ void read_text_row(Scan& scan, const std::vector<std::string>& tokens, int line)
   }
 }
 
+/// The count of a markdown column named "(\d+) nodes?" ("2 nodes"), "" for another name.
+std::string node_count(const std::string& column) {
+  const std::size_t end = skip_digits(column, 0);
+  const std::string_view rest = std::string_view(column).substr(end);
+  return end > 0 && (rest == " node" || rest == " nodes") ? column.substr(0, end) : "";
+}
+
 /// Python's markdown_row: one markdown row as points, by column names.
 void read_markdown_row(Scan& scan, const std::vector<std::string>& cells, int line) {
   std::vector<std::string> lower;
@@ -203,16 +209,14 @@ void read_markdown_row(Scan& scan, const std::vector<std::string>& cells, int li
     std::optional<double> size = parse_size_label(cell(size_col));
     if (!size) return;
     std::optional<double> algbw = leading_number(cell(col("algbw")));
-    static const std::regex nodes_re(R"((\d+) nodes?)");
     for (std::size_t i = 0; i < lower.size(); ++i) {
       std::optional<double> v = leading_number(cell(static_cast<int>(i)));
       if (static_cast<int>(i) == size_col || !v) continue;
-      std::smatch m;
       if (lower[i].find("(gb/s)") != std::string::npos || lower[i] == "busbw") {
         op_assumed = op_assumed || scan.default_op.empty();
         add(scan.default_op.empty() ? "allreduce" : scan.default_op, fallback_ranks, 1, *size, *v, algbw, {});
-      } else if (std::regex_match(lower[i], m, nodes_re)) {
-        const int nodes = bounded_count(m[1]);
+      } else if (const std::string count = node_count(lower[i]); !count.empty()) {
+        const int nodes = bounded_count(count);
         if (nodes > 0) add("allreduce", per_node_gpus(scan.prose) * nodes, nodes, *size, *v, std::nullopt, {});
       }
     }
@@ -298,9 +302,122 @@ Measurement to_measurement(const Point& p) {
   return m;
 }
 
+/// What a "#  Rank  0 Group  0 Pid 1 on host device  0 [0x07] NVIDIA H100" line names.
+struct RankLine {
+  std::string rank, host;
+  std::string gpu;  ///< "" when the line ends after "device" or names no GPU after the bus id
+};
+
+/// The last " on" in [from, to) after which `rest_matches` (given its position), npos when none.
+template <class RestMatches>
+std::size_t last_on(const std::string& s, std::size_t from, std::size_t to, RestMatches rest_matches) {
+  for (std::size_t end = to; end > from;) {
+    const std::size_t on = s.rfind(" on", end - 1);
+    if (on == std::string::npos || on < from) break;
+    if (rest_matches(on)) return on;
+    end = on;
+  }
+  return std::string::npos;
+}
+
+/// " on\s+(\S+)\s+device" at `on`: the host, and where "device" ends; nullopt when it is not there.
+std::optional<std::pair<std::string, std::size_t>> host_before_device(const std::string& s, std::size_t on) {
+  if (!has_at(s, on, " on")) return std::nullopt;
+  const std::size_t host = skip_spaces(s, on + 3), host_end = skip_non_spaces(s, host);
+  const std::size_t device = skip_spaces(s, host_end);
+  if (host == on + 3 || host_end == host || device == host_end || !has_at(s, device, "device")) return std::nullopt;
+  return std::make_pair(s.substr(host, host_end - host), device + 6);
+}
+
+/// A Rank line: ^#\s+Rank\s+(\d+).* on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S), or failing that
+/// ^#\s+Rank\s+(\d+).* on\s+(\S+)\s+device. Each run of spaces, non-spaces or digits in them is
+/// followed by a character it cannot take, so it takes all it can. The `.*` after the rank takes
+/// all it can up to a line terminator and gives back from the right: the last " on" before one
+/// that the rest matches after is the one std::regex settles on.
+std::optional<RankLine> read_rank_line(const std::string& s) {
+  if (!has_at(s, 0, "#")) return std::nullopt;
+  const std::size_t word = skip_spaces(s, 1);
+  const std::size_t rank = skip_spaces(s, word + 4), rank_end = skip_digits(s, rank);
+  if (word == 1 || !has_at(s, word, "Rank") || rank == word + 4 || rank_end == rank) return std::nullopt;
+  const std::size_t reach = std::min(s.find_first_of("\r\n", rank_end), s.size());
+  RankLine result;
+  result.rank = s.substr(rank, rank_end - rank);
+  // The first ']' after a candidate's '['. Candidates come right to left: when a '[' lies before
+  // the one of the last candidate that failed and no ']' lies between them, both meet the same
+  // ']' and fail alike, so each search stops there and every character is read once.
+  std::size_t failed_open = std::string::npos;
+  auto gpu_after_device = [&](std::size_t device_end) {
+    const std::size_t id = skip_spaces(s, device_end), id_end = skip_digits(s, id);
+    const std::size_t open = skip_spaces(s, id_end);
+    if (id == device_end || id_end == id || open == id_end || !has_at(s, open, "[")) return false;
+    const std::size_t limit = open < failed_open ? failed_open : s.size();
+    const std::size_t close = std::string_view(s).substr(0, limit).find(']', open + 1);
+    const std::size_t gpu = close == std::string::npos ? s.size() : skip_spaces(s, close + 1);
+    if (gpu == s.size() || gpu == close + 1) {
+      failed_open = open;
+      return false;
+    }
+    // (.*\S): up to a line terminator, without the spaces before it.
+    std::size_t gpu_end = std::min(s.find_first_of("\r\n", gpu), s.size());
+    while (is_space(s[gpu_end - 1])) --gpu_end;
+    result.gpu = s.substr(gpu, gpu_end - gpu);
+    return true;
+  };
+  const std::size_t full = last_on(s, rank_end, reach, [&](std::size_t on) {
+    const auto host = host_before_device(s, on);
+    return host && gpu_after_device(host->second);
+  });
+  auto short_form = [&](std::size_t on) { return host_before_device(s, on).has_value(); };
+  const std::size_t on = full != std::string::npos ? full : last_on(s, rank_end, reach, short_form);
+  if (on == std::string::npos) return std::nullopt;
+  result.host = host_before_device(s, on)->first;
+  return result;
+}
+
+/// (\d+) after "nThread " and " nGpus " of an nccl-tests header ("nThread 1 nGpus 8").
+std::optional<std::pair<std::string, std::string>> threads_and_gpus(const std::string& s) {
+  const std::string_view key = "nThread ", middle = " nGpus ";
+  for (std::size_t pos = s.find(key); pos != std::string::npos; pos = s.find(key, pos + 1)) {
+    const std::size_t threads = pos + key.size(), threads_end = skip_digits(s, threads);
+    const std::size_t gpus = threads_end + middle.size(), gpus_end = skip_digits(s, gpus);
+    if (threads_end > threads && has_at(s, threads_end, middle) && gpus_end > gpus)
+      return std::make_pair(s.substr(threads, threads_end - threads), s.substr(gpus, gpus_end - gpus));
+  }
+  return std::nullopt;
+}
+
+/// The count of nccl-tests' -g flag, -g\s?(\d+)\b ("-g 8", "-g8"); "" when none.
+std::string g_flag(const std::string& s) {
+  for (std::size_t pos = s.find("-g"); pos != std::string::npos; pos = s.find("-g", pos + 1)) {
+    const std::size_t digits = pos + 2 < s.size() && is_space(s[pos + 2]) ? pos + 3 : pos + 2;
+    const std::size_t end = skip_digits(s, digits);
+    if (end > digits && word_boundary(s, end)) return s.substr(digits, end - digits);
+  }
+  return "";
+}
+
+/// torchrun's GPUs per node, --nproc_per_node[= ](\d+); "" when none.
+std::string nproc_per_node(const std::string& s) {
+  const std::string_view key = "--nproc_per_node";
+  for (std::size_t pos = s.find(key); pos != std::string::npos; pos = s.find(key, pos + 1)) {
+    const std::size_t digits = pos + key.size() + 1, end = skip_digits(s, digits);
+    if ((has_at(s, digits - 1, "=") || has_at(s, digits - 1, " ")) && end > digits)
+      return s.substr(digits, end - digits);
+  }
+  return "";
+}
+
+/// ":?-+:?", a cell of a markdown rule row ("---", ":--:").
+bool is_rule_cell(const std::string& cell) {
+  const std::size_t begin = has_at(cell, 0, ":") ? 1 : 0;
+  const std::size_t end = cell.size() > begin && cell.back() == ':' ? cell.size() - 1 : cell.size();
+  return end > begin && std::all_of(cell.begin() + begin, cell.begin() + end, [](char c) { return c == '-'; });
+}
+
 // Longer lines are skipped (and named in the notes): no nccl-tests row, header or markdown
-// row comes near it, and the line-level regular expressions below must see bounded input
-// (std::regex recurses once per character).
+// row comes near it. The limit bounds the work per row of a table: each markdown row is read
+// against every column of its header (read_markdown_row), so 64 KiB of one 32,000-character
+// header and short rows would take 12 s (release build) instead of under one.
 constexpr std::size_t kMaxLineLength = 2048;
 
 void scan_line(Scan& scan, const std::string& raw, int line) {
@@ -314,8 +431,7 @@ void scan_line(Scan& scan, const std::string& raw, int line) {
     return;
   }
   const bool comment = !s.empty() && s[0] == '#';
-  static const std::regex software_line(R"(^#\s*software:)");
-  if (std::regex_search(s, software_line)) read_versions(s, scan.file_software);
+  if (has_at(s, 0, "#") && has_at(s, skip_spaces(s, 1), "software:")) read_versions(s, scan.file_software);
 
   std::string found = op_from_perf(s);
   if (!found.empty() && (s.find("Running:") != std::string::npos || s.find("starting") != std::string::npos ||
@@ -325,29 +441,25 @@ void scan_line(Scan& scan, const std::string& raw, int line) {
     scan.hosts.clear();
     scan.end_tables();
   }
-  static const std::regex threads(R"(nThread (\d+) nGpus (\d+))");
-  static const std::regex rank_line(R"(^#\s+Rank\s+(\d+).* on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*\S))");
-  static const std::regex rank_short(R"(^#\s+Rank\s+(\d+).* on\s+(\S+)\s+device)");
-  static const std::regex g_flag(R"(-g\s?(\d+)\b)");
-  static const std::regex nproc(R"(--nproc_per_node[= ](\d+))");
-  static const std::regex tests_version(R"(nccl-tests version (\S+))");
-  std::smatch m;
-  if (std::regex_search(s, m, threads)) {
+  if (const auto threads = threads_and_gpus(s)) {
     scan.rank_count = 0;
     scan.hosts.clear();
-    const int threads_count = bounded_count(m[1]), gpus_count = bounded_count(m[2]);
+    const int threads_count = bounded_count(threads->first), gpus_count = bounded_count(threads->second);
     scan.gpus_flag = threads_count > 0 && gpus_count > 0 ? threads_count * gpus_count : 0;
     scan.per_thread = std::max(1, gpus_count);
   }
-  if (std::regex_search(s, m, rank_line) || std::regex_search(s, m, rank_short)) {
-    if (const int rank = bounded_count(m[1]); rank >= 0) scan.rank_count = std::max(scan.rank_count, rank + 1);
-    scan.hosts.insert(m[2]);
-    if (m.size() > 3 && m[3].matched) scan.rank_gpu = m[3];
+  if (const std::optional<RankLine> rank_line = read_rank_line(s)) {
+    const int rank = bounded_count(rank_line->rank);
+    if (rank >= 0) scan.rank_count = std::max(scan.rank_count, rank + 1);
+    scan.hosts.insert(rank_line->host);
+    if (!rank_line->gpu.empty()) scan.rank_gpu = rank_line->gpu;
     return;
   }
-  if (comment && s.find("perf") != std::string::npos && std::regex_search(s, m, g_flag)) scan.gpus_flag = std::max(0, bounded_count(m[1]));
-  if (std::regex_search(s, m, nproc)) scan.gpus_flag = std::max(0, bounded_count(m[1]));
-  if (std::regex_search(s, m, tests_version)) scan.tests_version = m[1];
+  if (const std::string gpus = comment && s.find("perf") != std::string::npos ? g_flag(s) : ""; !gpus.empty())
+    scan.gpus_flag = std::max(0, bounded_count(gpus));
+  if (const std::string gpus = nproc_per_node(s); !gpus.empty()) scan.gpus_flag = std::max(0, bounded_count(gpus));
+  if (std::string version = capture_after(s, "nccl-tests version ", skip_non_spaces); !version.empty())
+    scan.tests_version = version;
   if (comment || s.find("NCCL version") != std::string::npos) read_log_versions(s, scan.section_software);
 
   std::string body = s;
@@ -361,8 +473,8 @@ void scan_line(Scan& scan, const std::string& raw, int line) {
     return;
   }
   if (!scan.header.empty() && !comment && !tokens.empty()) {
-    static const std::regex size_token(R"([0-9_]+)");
-    if (std::regex_match(tokens[0], size_token)) read_text_row(scan, tokens, line);
+    auto size_char = [](char c) { return is_digit(c) || c == '_'; };  // [0-9_]+, "1048_576"
+    if (std::all_of(tokens[0].begin(), tokens[0].end(), size_char)) read_text_row(scan, tokens, line);
     else if (s.rfind("```", 0) == 0) scan.end_tables();
     return;
   }
@@ -374,8 +486,7 @@ void scan_line(Scan& scan, const std::string& raw, int line) {
       read_spec_row(scan, cells);
       return;
     }
-    static const std::regex rule(R"(:?-+:?)");
-    if (std::all_of(cells.begin(), cells.end(), [](const std::string& c) { return c.empty() || std::regex_match(c, rule); }))
+    if (std::all_of(cells.begin(), cells.end(), [](const std::string& c) { return c.empty() || is_rule_cell(c); }))
       return;
     if (!read_spec_row(scan, cells)) read_markdown_row(scan, cells, line);
     return;
