@@ -72,6 +72,7 @@ struct Scan {
   std::vector<std::string> header;  ///< nccl-tests column names; empty = not in a table
   int text_table = -1, md_table = -1;
   std::vector<std::string> md_header;
+  std::vector<std::string> md_header_lower;   ///< md_header in lower case, once per table
   std::vector<Table> tables;
 
   void new_section() {
@@ -91,6 +92,7 @@ struct Scan {
     header.clear();
     text_table = md_table = -1;
     md_header.clear();
+    md_header_lower.clear();
   }
   Table& open_table(int line) {
     Table table;
@@ -177,8 +179,7 @@ std::string node_count(const std::string& column) {
 
 /// Python's markdown_row: one markdown row as points, by column names.
 void read_markdown_row(Scan& scan, const std::vector<std::string>& cells, int line) {
-  std::vector<std::string> lower;
-  for (const std::string& h : scan.md_header) lower.push_back(lowercase(h));
+  const std::vector<std::string>& lower = scan.md_header_lower;
   auto col = [&](const std::string& name) {
     auto it = std::find(lower.begin(), lower.end(), name);
     return it == lower.end() ? -1 : static_cast<int>(it - lower.begin());
@@ -209,7 +210,8 @@ void read_markdown_row(Scan& scan, const std::vector<std::string>& cells, int li
     std::optional<double> size = parse_size_label(cell(size_col));
     if (!size) return;
     std::optional<double> algbw = leading_number(cell(col("algbw")));
-    for (std::size_t i = 0; i < lower.size(); ++i) {
+    // Columns past the row's last cell hold nothing: a row costs its own cells, not the header's.
+    for (std::size_t i = 0; i < std::min(lower.size(), cells.size()); ++i) {
       std::optional<double> v = leading_number(cell(static_cast<int>(i)));
       if (static_cast<int>(i) == size_col || !v) continue;
       if (lower[i].find("(gb/s)") != std::string::npos || lower[i] == "busbw") {
@@ -415,9 +417,8 @@ bool is_rule_cell(const std::string& cell) {
 }
 
 // Longer lines are skipped (and named in the notes): no nccl-tests row, header or markdown
-// row comes near it. The limit bounds the work per row of a table: each markdown row is read
-// against every column of its header (read_markdown_row), so 64 KiB of one 32,000-character
-// header and short rows would take 12 s (release build) instead of under one.
+// row comes near it, and the bound keeps what is kept of a line per table (the markdown
+// header's names, the prose before a table) small.
 constexpr std::size_t kMaxLineLength = 2048;
 
 void scan_line(Scan& scan, const std::string& raw, int line) {
@@ -483,6 +484,8 @@ void scan_line(Scan& scan, const std::string& raw, int line) {
     const std::vector<std::string> cells = split_cells(s);
     if (scan.md_header.empty()) {
       scan.md_header = cells;
+      scan.md_header_lower.clear();
+      for (const std::string& name : cells) scan.md_header_lower.push_back(lowercase(name));
       read_spec_row(scan, cells);
       return;
     }
@@ -492,6 +495,7 @@ void scan_line(Scan& scan, const std::string& raw, int line) {
     return;
   }
   scan.md_header.clear();
+  scan.md_header_lower.clear();
   scan.md_table = -1;
   if (!s.empty() && !comment && s[0] != '`') {
     scan.prose = s;

@@ -258,6 +258,9 @@ namespace {
 std::size_t gpu_model_end(const std::string& line, std::size_t pos) {
   static const std::vector<std::string_view> models = {"GB200", "GB300", "B200", "B300", "B100", "H200", "H100", "H800",
                                                        "A100",  "A800",  "V100", "P100", "L40S", "MI300X", "MI250X"};
+  // Their first letters (and RTX's): most positions of a line start none of them.
+  if (pos >= line.size() || std::string_view("GBHAVPLMR").find(line[pos]) == std::string_view::npos)
+    return std::string::npos;
   for (std::string_view model : models)
     if (has_at(line, pos, model) && word_boundary(line, pos + model.size())) return pos + model.size();
   if (!has_at(line, pos, "RTX")) return std::string::npos;
@@ -281,6 +284,7 @@ bool has_at_any_case(const std::string& text, std::size_t pos, std::string_view 
 /// tried in that order; "" when none is.
 std::string instance_at(const std::string& line, std::size_t pos) {
   static const std::vector<std::string_view> instances = {"p4de", "p4d", "p5en", "p5e", "p5", "p6-b200", "p6e-gb200"};
+  if (pos >= line.size() || (line[pos] != 'p' && line[pos] != 'P')) return "";
   for (std::string_view instance : instances)
     if (has_at_any_case(line, pos, instance) && word_boundary(line, pos + instance.size()))
       return std::string(instance);
@@ -373,7 +377,7 @@ struct VersionPattern {
 std::string find_version(const std::string& line, const VersionPattern& pattern) {
   for (std::size_t pos = 0; pos < line.size(); ++pos)
     for (std::string_view key : pattern.keys) {
-      if (!has_at(line, pos, key)) continue;
+      if (line[pos] != key.front() || !has_at(line, pos, key)) continue;
       std::size_t start = pos + key.size();
       if (pattern.v_prefix && has_at(line, start, "v")) ++start;
       std::size_t end = version_end(line, start, 2);

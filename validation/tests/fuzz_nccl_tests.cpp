@@ -1,6 +1,7 @@
-// libFuzzer target: `stepsim import nccl-tests` on one log: the import, every group written and
-// read back (as the command checks its output), the merge into one file and the output names.
-// Any exception but ConfigError is a finding.
+// libFuzzer target: `stepsim import nccl-tests` on one log: the import, every group written (as
+// the command writes it), the merge into one file and the output names. Any exception but
+// ConfigError is a finding. Reading the written files back is fuzz_measurement's work (it fuzzes
+// parse_measurements on any text, written files included): here it took two thirds of the time.
 #include "platforms/tests/fuzz_entry.hpp"
 #include "validation/importers/nccl_tests.hpp"
 
@@ -10,10 +11,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   stepsim::fuzz::expect_config_error_only([&] {
     const NcclTestsImport imported = import_nccl_tests(text, "nccl-tests.log");
     for (const NcclTestsGroup& group : imported.groups) {
-      parse_measurements(format_measurements(group.file), "group.yaml");
+      format_measurements(group.file);
       nccl_tests_output_name("nccl-tests.log", group, imported.groups.size() > 1);
     }
-    parse_measurements(format_measurements(merge_nccl_tests_groups(imported.groups, "-o measured.yaml")), "measured.yaml");
+    format_measurements(merge_nccl_tests_groups(imported.groups, "-o measured.yaml"));
   });
   return 0;
 }
