@@ -1,6 +1,7 @@
 #include "platforms/catalogue.hpp"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 #include "platforms/config_error.hpp"
@@ -9,12 +10,16 @@ namespace stepsim::platforms {
 namespace {
 
 // Catalogues are shipped with the binary, so a broken one is a build defect: they are still
-// read through YamlReader, whose errors then name the catalogue file and line.
+// read through YamlReader, whose errors then name the catalogue file and line. Each is parsed
+// once per thread (every platform load reads them; a sweep loads thousands): per thread because
+// a yaml-cpp node's non-const lookups write to it.
 YAML::Node load_catalogue(const std::string& stem) {
+  thread_local std::map<std::string, YAML::Node> parsed;
+  if (const auto cached = parsed.find(stem); cached != parsed.end()) return cached->second;
   const auto& presets = embedded_presets();
   auto it = presets.find(stem);
   if (it == presets.end()) throw std::logic_error("catalogue " + stem + ".yaml is not embedded");
-  return YAML::Load(it->second);
+  return parsed.emplace(stem, YAML::Load(it->second)).first->second;
 }
 
 const std::vector<std::string> kArchNames = {"pascal", "volta", "turing", "ampere", "hopper", "blackwell"};
