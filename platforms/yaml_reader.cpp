@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "platforms/config_error.hpp"
 
@@ -91,34 +92,35 @@ void YamlReader::fail(const std::string& path, const YAML::Node& node, const std
   throw ConfigError(where(path, node), what, fix);
 }
 
-void YamlReader::fail_at(const YAML::Node& root, const std::string& path, const std::string& what,
-                         const std::string& fix) const {
-  YAML::Node deepest = root;
-  for (std::size_t start = 0; start <= path.size();) {
-    const std::size_t dot = std::min(path.find('.', start), path.size());
-    const YAML::Node next = find_node(deepest, path.substr(start, dot - start));
-    if (!next) break;
-    deepest.reset(next);  // reset rebinds; operator= would overwrite the document's node
-    start = dot + 1;
-  }
-  fail(path, deepest, what, fix);
-}
+namespace {
 
-YAML::Node find_node(const YAML::Node& root, const std::string& path) {
-  // Absent is an undefined node (false in a condition); YAML::Node() is a defined null (true).
-  const YAML::Node absent(YAML::NodeType::Undefined);
+// The deepest node along dotted `path` under `root` that is present, and whether it is the end
+// of the path. Lookups go through a const handle: a non-const operator[] inserts the key.
+std::pair<YAML::Node, bool> walk(const YAML::Node& root, const std::string& path) {
   YAML::Node node = root;
   for (std::size_t start = 0; start <= path.size();) {
     const std::size_t dot = std::min(path.find('.', start), path.size());
-    if (!node || !node.IsMap()) return absent;
-    // Through a const handle: a non-const operator[] would insert the key into the document.
+    if (!node.IsMap()) return {node, false};
     const YAML::Node& map = node;
     const YAML::Node child = map[path.substr(start, dot - start)];
-    if (!child) return absent;
-    node.reset(child);
+    if (!child) return {node, false};
+    node.reset(child);  // reset rebinds; operator= would overwrite the document's node
     start = dot + 1;
   }
-  return node;
+  return {node, true};
+}
+
+}  // namespace
+
+void YamlReader::fail_at(const YAML::Node& root, const std::string& path, const std::string& what,
+                         const std::string& fix) const {
+  fail(path, walk(root, path).first, what, fix);
+}
+
+YAML::Node find_node(const YAML::Node& root, const std::string& path) {
+  auto [node, whole_path] = walk(root, path);
+  // Absent is an undefined node (false in a condition); YAML::Node() is a defined null (true).
+  return whole_path ? node : YAML::Node(YAML::NodeType::Undefined);
 }
 
 void YamlReader::check_keys(const YAML::Node& map, const std::string& path,

@@ -277,14 +277,14 @@ void check_collective_args(const json& args, const std::string& origin, const Ki
                         "pass the trace as the profiler wrote it (counts are whole numbers >= 0)");
   }
   if (auto it = args.find("Group size"); it != args.end()) {
-    const bool rank_count = it->is_number() && it->get<double>() >= 1 && it->get<double>() <= kMaxGroupSize &&
-                            it->get<double>() == std::floor(it->get<double>());
-    if (!rank_count)
+    const double ranks = it->is_number() ? it->get<double>() : 0;
+    if (!(ranks >= 1 && ranks <= kMaxGroupSize && ranks == std::floor(ranks)))
       throw ConfigError(origin, "event '" + event.name + "' at ts " + format_us(event.ts) + " has `Group size` " +
                                     it->dump() + ", not a rank count",
-                                        "pass the trace as the profiler wrote it (a whole number of ranks, 1 to " +
+                        "pass the trace as the profiler wrote it (a whole number of ranks, 1 to " +
                             std::to_string(kMaxGroupSize) + ")");
   }
+
 }
 
 }  // namespace
