@@ -13,6 +13,30 @@
 
 namespace stepsim::platforms {
 
+namespace {
+
+// The byte offset of the first byte that is not valid UTF-8, or npos. YAML text is Unicode;
+// yaml-cpp passes other bytes through, and its emitter would write them back differently.
+std::size_t invalid_utf8(const std::string& text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return i;
+    for (std::size_t k = 1; k < length; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return i;
+    // Overlong forms and surrogates are not UTF-8 either.
+    const auto next = static_cast<unsigned char>(text[i + 1 < text.size() ? i + 1 : i]);
+    if ((length == 2 && byte < 0xC2) || (length == 3 && byte == 0xE0 && next < 0xA0) ||
+        (length == 3 && byte == 0xED && next >= 0xA0) || (length == 4 && byte == 0xF0 && next < 0x90) ||
+        (length == 4 && byte > 0xF4) || (length == 4 && byte == 0xF4 && next >= 0x90))
+      return i;
+    i += length;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
@@ -25,6 +49,8 @@ void YamlReader::apply_override(YAML::Node& root, const std::string& assignment,
   if (eq == std::string::npos || eq == 0 || eq + 1 == assignment.size())
     throw ConfigError(label, "not a KEY=VALUE assignment", fix);
   const std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  if (const std::size_t at = invalid_utf8(assignment); at != std::string::npos)
+    throw ConfigError(label, "byte " + std::to_string(at) + " is not UTF-8", "write the value in UTF-8");
   std::vector<std::string> parts;
   for (std::size_t start = 0;;) {
     std::size_t dot = key.find('.', start);
@@ -64,8 +90,11 @@ YAML::Node YamlReader::flow_list(const std::string& value, const std::string& la
     throw ConfigError(label, "not a YAML list: " + e.msg, fix);
   }
   if (!list.IsSequence()) throw ConfigError(label, "not a YAML list", fix);
-  for (const YAML::Node& item : list)
+  for (const YAML::Node& item : list) {
     if (!item.IsScalar()) throw ConfigError(label, "a list item is not a plain value", fix);
+    if (invalid_utf8(item.Scalar()) != std::string::npos)  // \N and \_ (check_scalar_text below)
+      throw ConfigError(label, "an escape in a list item decodes to bytes that are not UTF-8", fix);
+  }
   return list;
 }
 
@@ -235,6 +264,15 @@ std::string line_of(const YAML::Node& node) {
   return node.Mark().is_null() ? std::string() : " (line " + std::to_string(node.Mark().line + 1) + ")";
 }
 
+// A scalar decoded to bytes that are not UTF-8. The file itself was checked, but yaml-cpp 0.7
+// decodes the double-quoted escapes \N and \_ (U+0085, U+00A0) to single Latin-1 bytes, which
+// its emitter then writes back as U+FFFD: the value would change between a file and its copy.
+void check_scalar_text(const YAML::Node& scalar, const std::string& origin) {
+  if (invalid_utf8(scalar.Scalar()) == std::string::npos) return;
+  throw ConfigError(origin + line_of(scalar), "an escape in a quoted value decodes to bytes that are not UTF-8",
+                    "write the character itself instead of \\N or \\_ (U+0085, U+00A0), or leave it out");
+}
+
 // Every mapping key must be a plain value, and appear once: yaml-cpp would let the first of two
 // equal keys win silently, and fail on a list or map used as a key only when it is read.
 // Iterative (an explicit stack): nesting depth is bounded by yaml-cpp's parser, but the walk
@@ -249,6 +287,10 @@ void check_document(const YAML::Node& root, const std::string& origin) {
       throw ConfigError(origin, "the document expands to more than " + std::to_string(kMaxYamlNodes) +
                                     " values (aliases repeated into each other?)",
                         "write the values out, without nested aliases");
+    if (node.IsScalar()) {
+      check_scalar_text(node, origin);
+      continue;
+    }
     if (node.IsSequence()) {
       for (const YAML::Node& item : node) pending.push_back(item);
       continue;
@@ -259,6 +301,7 @@ void check_document(const YAML::Node& root, const std::string& origin) {
       if (!entry.first.IsScalar())
         throw ConfigError(origin + line_of(entry.first), "a key is a list or a section, not a name",
                           "write `name: value` pairs; a link's ends go in `between: [a, b]`");
+      check_scalar_text(entry.first, origin);
       const std::string& key = entry.first.Scalar();
       const int line = entry.first.Mark().is_null() ? 0 : entry.first.Mark().line + 1;
       if (auto [it, fresh] = first_line.emplace(key, line); !fresh)
@@ -268,30 +311,6 @@ void check_document(const YAML::Node& root, const std::string& origin) {
       pending.push_back(entry.second);
     }
   }
-}
-
-}  // namespace
-
-namespace {
-
-// The byte offset of the first byte that is not valid UTF-8, or npos. YAML text is Unicode;
-// yaml-cpp passes other bytes through, and its emitter would write them back differently.
-std::size_t invalid_utf8(const std::string& text) {
-  for (std::size_t i = 0; i < text.size();) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    const std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
-    if (length == 0 || i + length > text.size()) return i;
-    for (std::size_t k = 1; k < length; ++k)
-      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return i;
-    // Overlong forms and surrogates are not UTF-8 either.
-    const auto next = static_cast<unsigned char>(text[i + 1 < text.size() ? i + 1 : i]);
-    if ((length == 2 && byte < 0xC2) || (length == 3 && byte == 0xE0 && next < 0xA0) ||
-        (length == 3 && byte == 0xED && next >= 0xA0) || (length == 4 && byte == 0xF0 && next < 0x90) ||
-        (length == 4 && byte > 0xF4) || (length == 4 && byte == 0xF4 && next >= 0x90))
-      return i;
-    i += length;
-  }
-  return std::string::npos;
 }
 
 }  // namespace
