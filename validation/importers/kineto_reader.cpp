@@ -284,7 +284,6 @@ void check_collective_args(const json& args, const std::string& origin, const Ki
                         "pass the trace as the profiler wrote it (a whole number of ranks, 1 to " +
                             std::to_string(kMaxGroupSize) + ")");
   }
-
 }
 
 }  // namespace
